@@ -1,0 +1,56 @@
+# chperf: two commands set everything up on a fresh Debian 12 machine.
+#   make demo   runs the main job (installed server vs itself + max_block_size overlay)
+#   make test   runs lint, type checks and the test suite
+# Both depend on `make setup`, which is idempotent.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+TOOLS := tools
+INFERNO := $(TOOLS)/bin/inferno-flamegraph
+STAMP_APT := $(TOOLS)/.apt-done
+APT_PACKAGES := clickhouse-server clickhouse-client linux-perf chromium
+INFERNO_VERSION := 0.12.8
+
+.PHONY: setup demo test lint apt venv inferno clean
+
+setup: apt venv inferno
+
+apt: $(STAMP_APT)
+$(STAMP_APT):
+	@mkdir -p $(TOOLS)
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: installing apt packages:$$missing" >&2; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+	@touch $@
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+inferno: $(INFERNO)
+$(INFERNO):
+	@mkdir -p $(TOOLS)
+	cargo install --quiet --locked --root $(TOOLS) inferno --version $(INFERNO_VERSION)
+
+demo: setup
+	$(VENV)/bin/chperf run --patched-config overlays/max_block_size_8192 --out chperf-out --force; \
+	  rc=$$?; echo "demo: artifacts and report in $$(pwd)/chperf-out (exit code $$rc)" >&2; \
+	  [ $$rc -le 1 ]
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: setup lint
+	$(VENV)/bin/chperf lint perf_tests
+	$(VENV)/bin/pytest -q
+
+clean:
+	rm -rf chperf-out

@@ -1,11 +1,33 @@
 """Test definitions in ClickHouse's tests/performance XML format (METHOD.md §6).
 
-INTERFACE (implementation pending): the dataclasses below are the contract the runner uses.
+The dataclasses below are the contract the runner uses; `load_test` builds them from a file.
+
+Format (what real ClickHouse tests contain, and what we do with it):
+- root `<test>`, optional attribute `max_ignored_relative_change` (a float);
+- `<settings>`: each child element is a session setting, name -> text;
+- `<substitutions><substitution><name>x</name><values><value>..</value>...` declare {x};
+- `<create_query>`, `<fill_query>` (document order), `<query>`, `<drop_query>`;
+- `<tags><tag>long</tag></tags>`: long tests are skipped unless asked for.
+Every statement expands over the cartesian product of the values of the placeholders it
+uses, placeholder names sorted, last name varying fastest (ClickHouse's perf.py does the
+same), so query indices stay stable when a test gains an unrelated substitution.
+
+Braces: ClickHouse expands templates with Python's str.format, so real tests write literal
+braces as `{{` and `}}`; we honour those escapes. A lone brace that is not `{identifier}`
+(a map literal, `{name:Type}` query parameters) stays as written. An `{identifier}` that no
+substitution declares is an error: it is almost always a typo.
+
+History: v1 (this file) - the ClickHouse format as of 2024, plus `Statement` locations for
+the linter.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import re
+import xml.parsers.expat
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from chperf.errors import ChperfError
@@ -39,6 +61,15 @@ class TestQuery:
 
 
 @dataclass(frozen=True)
+class Statement:
+    """One expanded statement of any kind, with the element it came from (for the linter)."""
+
+    kind: str  # "create_query", "fill_query", "query" or "drop_query"
+    sql: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class TestDef:
     name: str  # file stem, e.g. "sum" for sum.xml
     path: Path
@@ -50,6 +81,8 @@ class TestDef:
     tags: frozenset[str]
     max_ignored_relative_change: float | None
     warnings: tuple[Diagnostic, ...]
+    # Every expanded statement in document order, create/fill interleaved as written.
+    statements: tuple[Statement, ...] = ()
 
     @property
     def is_long(self) -> bool:
@@ -59,7 +92,317 @@ class TestDef:
 class TestDefError(ChperfError):
     """A test file that cannot be used; names file:line."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     def __init__(self, location: Location, message: str, hint: str = "") -> None:
         super().__init__(f"{location}: {message}", hint=hint)
         self.location = location
         self.reason = message
+
+
+STATEMENT_KINDS = ("create_query", "fill_query", "query", "drop_query")
+# Elements real ClickHouse tests still carry that no runner uses any more.
+LEGACY_ELEMENTS = frozenset(
+    {"preconditions", "stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
+)
+KNOWN_ELEMENTS = frozenset({"settings", "substitutions", "tags", *STATEMENT_KINDS})
+QUERY_ATTRIBUTES = frozenset({"short"})  # ClickHouse's hint for short queries; we adapt runs
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+# --- A minimal element tree that remembers line numbers (stdlib ElementTree does not). ---
+
+
+@dataclass
+class _Element:
+    tag: str
+    attrs: dict[str, str]
+    line: int
+    children: list[_Element] = field(default_factory=list)
+    text_parts: list[str] = field(default_factory=list)
+    text_line: int = 0  # line where the element's own text starts
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+
+def _parse_xml(path: Path, data: bytes) -> _Element:
+    parser = xml.parsers.expat.ParserCreate()
+    stack: list[_Element] = []
+    root: list[_Element] = []
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        element = _Element(tag, attrs, parser.CurrentLineNumber)
+        (stack[-1].children if stack else root).append(element)
+        stack.append(element)
+
+    def end(_tag: str) -> None:
+        stack.pop()
+
+    def chars(data: str) -> None:
+        if stack:
+            if not stack[-1].text_parts:
+                stack[-1].text_line = parser.CurrentLineNumber
+            stack[-1].text_parts.append(data)
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    try:
+        parser.Parse(data, True)
+    except xml.parsers.expat.ExpatError as e:
+        message = xml.parsers.expat.errors.messages[e.code]
+        raise TestDefError(
+            Location(path, e.lineno), f"malformed XML: {message} (column {e.offset + 1})"
+        ) from e
+    return root[0]
+
+
+# --- Substitution. ---
+
+
+def _placeholders(template: str) -> list[tuple[str, int]]:
+    """(name, offset) of each {name} in the template, escapes skipped."""
+    return [(m.group(1), m.start()) for m in _TOKEN.finditer(template) if m.group(1)]
+
+
+def _render(template: str, values: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)[0]  # "{{" -> "{", "}}" -> "}"
+        return values[name]
+
+    return _TOKEN.sub(replace, template)
+
+
+def expand(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[str]:
+    """All expansions of a template: cartesian product over its placeholders, names sorted.
+
+    Every placeholder must be declared in `substitutions` (load_test checks this first).
+    """
+    names = sorted({name for name, _ in _placeholders(template)})
+    combos = itertools.product(*(substitutions[name] for name in names))
+    return [_render(template, dict(zip(names, combo, strict=True))) for combo in combos]
+
+
+def _check_placeholders(
+    path: Path, element: _Element, substitutions: Mapping[str, Sequence[str]]
+) -> None:
+    for name, offset in _placeholders(element.text):
+        if name not in substitutions:
+            line = element.text_line + element.text[:offset].count("\n")
+            declared = ", ".join(sorted(substitutions)) or "none"
+            raise TestDefError(
+                Location(path, line),
+                f"unknown placeholder {{{name}}} in <{element.tag}>",
+                hint=f"declare it in <substitutions> (declared: {declared}), "
+                f"or write a literal brace as {{{{ and }}}}",
+            )
+
+
+# --- Sections. ---
+
+
+def _parse_settings(path: Path, element: _Element) -> list[tuple[str, str]]:
+    settings = []
+    for child in element.children:
+        if child.children:
+            raise TestDefError(
+                Location(path, child.line),
+                f"setting <{child.tag}> has child elements",
+                hint="a setting is <name>value</name>",
+            )
+        settings.append((child.tag, child.text.strip()))
+    return settings
+
+
+def _only_child(path: Path, element: _Element, tag: str) -> _Element:
+    found = [c for c in element.children if c.tag == tag]
+    if len(found) != 1:
+        raise TestDefError(
+            Location(path, element.line),
+            f"<{element.tag}> needs exactly one <{tag}>, found {len(found)}",
+        )
+    return found[0]
+
+
+def _parse_substitution(path: Path, element: _Element) -> tuple[str, list[str]]:
+    name = _only_child(path, element, "name").text.strip()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise TestDefError(
+            Location(path, element.line),
+            f"substitution name {name!r} is not an identifier",
+        )
+    values_element = _only_child(path, element, "values")
+    values = [v.text.strip() for v in values_element.children if v.tag == "value"]
+    if not values:
+        raise TestDefError(
+            Location(path, values_element.line),
+            f"substitution {{{name}}} has no values",
+            hint="add <value>...</value> elements or remove the substitution",
+        )
+    return name, values
+
+
+def _parse_substitutions(path: Path, element: _Element) -> dict[str, list[str]]:
+    substitutions: dict[str, list[str]] = {}
+    for child in element.children:
+        if child.tag != "substitution":
+            raise TestDefError(
+                Location(path, child.line),
+                f"unexpected <{child.tag}> in <substitutions>",
+                hint="expected <substitution> elements",
+            )
+        name, values = _parse_substitution(path, child)
+        if name in substitutions:
+            raise TestDefError(
+                Location(path, child.line), f"substitution {{{name}}} declared twice"
+            )
+        substitutions[name] = values
+    return substitutions
+
+
+def _parse_threshold(path: Path, root: _Element) -> float | None:
+    raw = root.attrs.get("max_ignored_relative_change")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise TestDefError(
+            Location(path, root.line),
+            f"max_ignored_relative_change={raw!r} is not a number in [0, 1)",
+            hint="write a relative change, e.g. 0.1 for 10%",
+        )
+    return value
+
+
+def _walk(element: _Element) -> Iterator[_Element]:
+    for child in element.children:
+        yield child
+        yield from _walk(child)
+
+
+def _warnings(path: Path, root: _Element) -> list[Diagnostic]:
+    found = []
+    for name in sorted(set(root.attrs) - {"max_ignored_relative_change"}):
+        found.append(Diagnostic(Location(path, root.line), f"unknown attribute {name} ignored"))
+    for child in root.children:
+        location = Location(path, child.line)
+        if child.tag in LEGACY_ELEMENTS:
+            found.append(Diagnostic(location, f"legacy element <{child.tag}> ignored"))
+        elif child.tag not in KNOWN_ELEMENTS:
+            found.append(Diagnostic(location, f"unknown element <{child.tag}> ignored"))
+        elif child.tag in STATEMENT_KINDS:
+            for name in sorted(set(child.attrs) - QUERY_ATTRIBUTES):
+                found.append(Diagnostic(location, f"unknown attribute {name} ignored"))
+    return found
+
+
+def _statements(
+    path: Path, root: _Element, substitutions: Mapping[str, Sequence[str]]
+) -> list[Statement]:
+    statements = []
+    for element in root.children:
+        if element.tag not in STATEMENT_KINDS:
+            continue
+        if not element.text.strip():
+            raise TestDefError(Location(path, element.line), f"empty <{element.tag}>")
+        _check_placeholders(path, element, substitutions)
+        location = Location(path, element.line)
+        for sql in expand(element.text.strip(), substitutions):
+            statements.append(Statement(element.tag, sql, location))
+    return statements
+
+
+def _unused_substitutions(
+    path: Path, root: _Element, substitutions: Mapping[str, Sequence[str]]
+) -> list[Diagnostic]:
+    used = {
+        name
+        for element in root.children
+        if element.tag in STATEMENT_KINDS
+        for name, _ in _placeholders(element.text)
+    }
+    return [
+        Diagnostic(Location(path, root.line), f"substitution {{{name}}} is never used")
+        for name in sorted(set(substitutions) - used)
+    ]
+
+
+def parse_test(path: Path, data: bytes) -> TestDef:
+    """Parse a test from bytes; `path` names it (test name = file stem) and its locations."""
+    root = _parse_xml(path, data)
+    if root.tag != "test":
+        raise TestDefError(Location(path, root.line), f"root element is <{root.tag}>, not <test>")
+    settings: list[tuple[str, str]] = []
+    substitutions: dict[str, list[str]] = {}
+    for child in root.children:
+        if child.tag == "settings":
+            settings += _parse_settings(path, child)
+        elif child.tag == "substitutions":
+            substitutions.update(_parse_substitutions(path, child))
+    statements = _statements(path, root, substitutions)
+    queries = [s for s in statements if s.kind == "query"]
+    if not queries:
+        raise TestDefError(
+            Location(path, root.line), "no <query> in this test", hint="add at least one <query>"
+        )
+    tags = {t.text.strip() for t in _walk(root) if t.tag == "tag"}
+    return TestDef(
+        name=path.stem,
+        path=path,
+        settings=tuple(settings),
+        create_queries=tuple(s.sql for s in statements if s.kind == "create_query"),
+        fill_queries=tuple(s.sql for s in statements if s.kind == "fill_query"),
+        drop_queries=tuple(s.sql for s in statements if s.kind == "drop_query"),
+        queries=tuple(TestQuery(i, q.sql, q.location) for i, q in enumerate(queries)),
+        tags=frozenset(tags),
+        max_ignored_relative_change=_parse_threshold(path, root),
+        warnings=tuple(_warnings(path, root) + _unused_substitutions(path, root, substitutions)),
+        statements=tuple(statements),
+    )
+
+
+def load_test(path: Path) -> TestDef:
+    """Read and parse one test file; any problem is a TestDefError naming file:line."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise TestDefError(Location(path, 0), f"cannot read test file: {e.strerror}") from e
+    return parse_test(path, data)
+
+
+def discover(paths: Sequence[Path]) -> list[Path]:
+    """Test files named by `paths` (files, or directories of *.xml), sorted, without repeats."""
+    found: dict[Path, Path] = {}  # resolved -> as given, so a file named twice counts once
+    for path in paths:
+        if path.is_dir():
+            files = [p for p in path.glob("*.xml") if p.is_file()]
+        elif path.is_file():
+            files = [path]
+        else:
+            raise ChperfError(
+                f"{path}: no such test file or directory",
+                hint="pass test files or directories of *.xml files",
+            )
+        for file in files:
+            found.setdefault(file.resolve(), file)
+    return sorted(found.values())
+
+
+def check_unique_names(paths: Sequence[Path]) -> None:
+    """Raise if two files share a test name (file stem): (test, index) must identify a query."""
+    first_by_name: dict[str, Path] = {}
+    for path in paths:
+        first = first_by_name.setdefault(path.stem, path)
+        if first != path:
+            raise TestDefError(
+                Location(path, 1),
+                f"test name {path.stem!r} is also the name of {first}",
+                hint="rename one of the files: the file stem is the test's identity",
+            )

@@ -115,9 +115,7 @@ class Table(Generic[R]):
 
     def chdb_structure(self) -> str:
         """The column list for chDB's file()/table functions, e.g. 'test String, run UInt32'."""
-        return ", ".join(
-            f"{f.name} {_CH_TYPES[str(f.type)]}" for f in fields(self.row_type)
-        )
+        return ", ".join(f"{f.name} {_CH_TYPES[str(f.type)]}" for f in fields(self.row_type))
 
 
 _CH_TYPES = {
@@ -192,7 +190,7 @@ class TableWriter(Generic[R]):
 
     def __init__(self, directory: Path, table: Table[R]) -> None:
         self.path = directory / table.file
-        self.table = table
+        self.table: Table[R] = table
         self._file: IO[str] = self.path.open("w", encoding="utf-8")
         self._file.write("\t".join(table.columns) + "\n")
         self._file.flush()
@@ -272,13 +270,13 @@ def _parse_line(table: Table[R], line: str, number: int, problems: list[ReadProb
     columns = fields(table.row_type)
     if len(values) != len(columns):
         problems.append(
-            ReadProblem(
-                table.file, number, f"expected {len(columns)} columns, found {len(values)}"
-            )
+            ReadProblem(table.file, number, f"expected {len(columns)} columns, found {len(values)}")
         )
         return None
     try:
-        parsed = {c.name: _parse_value(v, str(c.type)) for c, v in zip(columns, values, strict=True)}
+        parsed: dict[str, Any] = {
+            c.name: _parse_value(v, str(c.type)) for c, v in zip(columns, values, strict=True)
+        }
     except ValueError as e:
         problems.append(ReadProblem(table.file, number, f"bad value: {e}"))
         return None

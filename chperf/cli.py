@@ -1,0 +1,173 @@
+"""The command line: parse argv once into frozen options, one error boundary, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from chperf.errors import ChperfError, ExitCode
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_RUNS = 15
+DEFAULT_MAX_QUERY_SECONDS = 30.0
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so every `finally` runs (servers stop)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+def default_server_binary() -> str:
+    for candidate in ("clickhouse-server", "/usr/sbin/clickhouse-server", "clickhouse"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return "clickhouse-server"
+
+
+def default_tests_dir() -> Path:
+    local = Path("perf_tests")
+    return local if local.is_dir() else REPO_ROOT / "perf_tests"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a positive integer")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{text}: expected a fraction such as 0.05 for 5%")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chperf",
+        description="Side-by-side performance regression check for ClickHouse.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_run(commands.add_parser("run", help="run the tests on both servers"))
+    _add_compare(commands.add_parser("compare", help="compute verdicts from artifacts"))
+    report = commands.add_parser("report", help="render OUT/report.html from artifacts")
+    report.add_argument("out", type=Path)
+    lint = commands.add_parser("lint", help="check test files for designed-in instability")
+    lint.add_argument("paths", type=Path, nargs="*", default=[])
+    lint.add_argument("--measure", action="store_true", help="also measure on the server")
+    return parser
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reference", default=None, help="reference server binary")
+    p.add_argument("--patched", default=None, help="patched server binary")
+    p.add_argument("--reference-config", type=Path, action="append", default=[])
+    p.add_argument("--patched-config", type=Path, action="append", default=[])
+    p.add_argument("--tests", type=Path, nargs="+", default=None, help="files or directories")
+    p.add_argument("--test", action="append", default=[], help="run only this test")
+    p.add_argument("--query-index", type=int, action="append", default=[])
+    p.add_argument("--runs", type=_positive_int, default=DEFAULT_RUNS)
+    p.add_argument("--long", action="store_true", help="also run tests tagged long")
+    p.add_argument("--out", type=Path, default=Path("chperf-out"))
+    p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
+    p.add_argument("--max-query-seconds", type=float, default=DEFAULT_MAX_QUERY_SECONDS)
+    p.add_argument("--keep-servers-dir", action="store_true")
+    _add_compare_options(p)
+
+
+def _add_compare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out", type=Path)
+    _add_compare_options(p)
+
+
+def _add_compare_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-effect", type=_fraction, default=None)
+    p.add_argument("--unstable-threshold", type=_fraction, default=None)
+    p.add_argument("--fail-on-unstable", action="store_true")
+
+
+def _run_options(args: argparse.Namespace) -> object:
+    from runner.run import RunOptions
+    from runner.server import ServerSpec
+
+    reference = Path(args.reference or default_server_binary())
+    patched = Path(args.patched or default_server_binary())
+    for overlay in [*args.reference_config, *args.patched_config]:
+        from runner.serverconfig import validate_overlay
+
+        validate_overlay(overlay)
+    return RunOptions(
+        reference=ServerSpec("reference", reference, tuple(args.reference_config)),
+        patched=ServerSpec("patched", patched, tuple(args.patched_config)),
+        tests=tuple(args.tests or [default_tests_dir()]),
+        out=args.out,
+        test_names=frozenset(args.test),
+        query_indices=frozenset(args.query_index),
+        runs=args.runs,
+        long=args.long,
+        max_query_seconds=args.max_query_seconds,
+        keep_servers_dir=args.keep_servers_dir,
+        force=args.force,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from runner.run import RunOptions, run
+
+    options = _run_options(args)
+    assert isinstance(options, RunOptions)
+    run(options)
+    print(f"chperf: artifacts in {options.out}", file=sys.stderr)
+    return int(ExitCode.OK)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    raise ChperfError("chperf compare is not built yet")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    raise ChperfError("chperf report is not built yet")
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from runner.lint import lint_main
+
+    return lint_main(list(args.paths) or [default_tests_dir()], measure=args.measure)
+
+
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "lint": cmd_lint}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return COMMANDS[args.command](args)
+    except ChperfError as e:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"chperf: error: {e}", file=sys.stderr)
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        print("chperf: interrupted; servers stopped, artifacts kept", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except Terminated:
+        print("chperf: terminated; servers stopped, artifacts kept", file=sys.stderr)
+        return int(ExitCode.TERMINATED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Executes test queries over ClickHouse's HTTP interface and times them.
+
+Why HTTP for test queries: settings travel as URL parameters (old and new servers parse them
+the same way), the server honours ``FORMAT Null``, and the response body can be read in large
+chunks and thrown away, so no result row ever becomes a Python object and client overhead on
+short queries stays well under a millisecond (see bench/bench_harness.py). Control queries
+(system tables) go through clickhouse-driver in `runner.control`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import time
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from runner.serverconfig import LISTEN_HOST
+
+READ_CHUNK = 1 << 20
+# Slack on top of max_execution_time before the client gives up on a silent server.
+CLIENT_TIMEOUT_SLACK_S = 15.0
+_CODE = re.compile(rb"Code: (\d+)")
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    elapsed: float  # seconds from sending the query to the last byte of the result
+    error_code: int = 0  # ClickHouse error code; 0 when the query succeeded
+    message: str = ""
+    server_gone: bool = False  # refused, reset or timed out: the server may be dead or hung
+
+    @property
+    def ok(self) -> bool:
+        return not self.message and not self.server_gone
+
+
+class HttpExecutor:
+    """One keep-alive HTTP connection to one server."""
+
+    def __init__(self, port: int, max_query_seconds: float) -> None:
+        self.port = port
+        self.max_query_seconds = max_query_seconds
+        self._connection: http.client.HTTPConnection | None = None
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._connection is None:
+            self._connection = http.client.HTTPConnection(
+                LISTEN_HOST, self.port, timeout=self.max_query_seconds + CLIENT_TIMEOUT_SLACK_S
+            )
+        return self._connection
+
+    def execute(self, sql: str, query_id: str, settings: Mapping[str, str]) -> QueryOutcome:
+        params = {
+            **settings,
+            "query_id": query_id,
+            "max_execution_time": str(int(self.max_query_seconds)),
+        }
+        target = "/?" + urllib.parse.urlencode(params)
+        body = sql.encode("utf-8")
+        connection = self._connect()
+        start = time.perf_counter()
+        try:
+            connection.request("POST", target, body=body)
+            response = connection.getresponse()
+            tail = _drain(response)
+            elapsed = time.perf_counter() - start
+        except (OSError, http.client.HTTPException) as e:
+            self.close()
+            return QueryOutcome(
+                time.perf_counter() - start, message=f"{type(e).__name__}: {e}", server_gone=True
+            )
+        if response.status != 200:
+            return _error_outcome(elapsed, tail, response)
+        return QueryOutcome(elapsed)
+
+
+def _drain(response: http.client.HTTPResponse) -> bytes:
+    """Read the whole body in large chunks, keeping only the last one (for error text)."""
+    last = b""
+    while chunk := response.read(READ_CHUNK):
+        last = chunk
+    return last
+
+
+def _error_outcome(elapsed: float, body: bytes, response: http.client.HTTPResponse) -> QueryOutcome:
+    header = response.getheader("X-ClickHouse-Exception-Code")
+    match = _CODE.search(body)
+    code = int(header) if header and header.isdigit() else int(match.group(1)) if match else 0
+    message = body.decode("utf-8", errors="replace").strip() or f"HTTP {response.status}"
+    return QueryOutcome(elapsed, error_code=code, message=message)

@@ -1,0 +1,191 @@
+"""Measuring one query on both servers: prewarm, ABBA runs, deaths and hangs, query_log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chperf.artifacts import (
+    ERRORS,
+    PROFILE_EVENTS,
+    QUERIES,
+    QUERY_LOG,
+    RUNS,
+    SIDES,
+    STAGE_PREWARM,
+    STAGE_QUERY_LOG,
+    STAGE_RUN,
+    STAGE_SERVER,
+    TESTS,
+    ErrorRow,
+    ProfileEventRow,
+    QueryLogRow,
+    RunRow,
+    TableWriter,
+)
+from chperf.errors import InfrastructureError
+from runner.control import QueryLogEntry
+from runner.executor import HttpExecutor, QueryOutcome
+from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label
+from runner.servers import ServerPair
+from runner.testdef import TestDef, TestQuery
+
+
+class Writers:
+    """One incremental writer per artifact table."""
+
+    def __init__(self, out: Path) -> None:
+        self.queries = TableWriter(out, QUERIES)
+        self.runs = TableWriter(out, RUNS)
+        self.query_log = TableWriter(out, QUERY_LOG)
+        self.profile_events = TableWriter(out, PROFILE_EVENTS)
+        self.errors = TableWriter(out, ERRORS)
+        self.tests = TableWriter(out, TESTS)
+
+    def close(self) -> None:
+        for writer in (
+            self.queries,
+            self.runs,
+            self.query_log,
+            self.profile_events,
+            self.errors,
+            self.tests,
+        ):
+            writer.close()
+
+
+@dataclass
+class _Measured:
+    """query_id -> (query_index, run) of runs that succeeded, per side, for query_log."""
+
+    by_side: dict[str, dict[str, tuple[int, int]]] = field(
+        default_factory=lambda: {side: {} for side in SIDES}
+    )
+
+
+class Measurer:
+    def __init__(
+        self, pair: ServerPair, writers: Writers, runs: int, max_query_seconds: float
+    ) -> None:
+        self.pair = pair
+        self.writers = writers
+        self.runs = runs
+        self.executors = {
+            side: HttpExecutor(pair.side(side).process.ports.http, max_query_seconds)
+            for side in SIDES
+        }
+        self.measured = _Measured()
+
+    def close(self) -> None:
+        for executor in self.executors.values():
+            executor.close()
+
+    def measure(self, test: TestDef, query: TestQuery) -> None:
+        settings = dict(test.settings)
+        sides = [
+            side
+            for side in SIDES
+            if self._execute(test, query, side, PREWARM_LABEL, settings, STAGE_PREWARM) is not None
+        ]
+        for run in range(self.runs if sides else 0):
+            for slot in abba_pair(run, sides):
+                outcome = self._execute(test, query, slot.side, run_label(run), settings, STAGE_RUN)
+                if outcome is None:
+                    # One failed run ends the measurement of that side: the query is partial.
+                    sides.remove(slot.side)
+                    continue
+                qid = query_id(test.name, query.index, run_label(run))
+                self.writers.runs.write(
+                    RunRow(test.name, query.index, slot.side, run, qid, outcome.elapsed)
+                )
+                self.measured.by_side[slot.side][qid] = (query.index, run)
+
+    def _execute(
+        self,
+        test: TestDef,
+        query: TestQuery,
+        side: str,
+        label: str,
+        settings: dict[str, str],
+        stage: str,
+    ) -> QueryOutcome | None:
+        qid = query_id(test.name, query.index, label)
+        outcome = self.executors[side].execute(query.sql, qid, settings)
+        if outcome.ok:
+            return outcome
+        message = outcome.message
+        if outcome.server_gone:
+            message = self._recover(side, test, query, label, outcome)
+        self.writers.errors.write(
+            ErrorRow(test.name, query.index, side, stage, outcome.error_code, message)
+        )
+        return None
+
+    def _recover(
+        self, side: str, test: TestDef, query: TestQuery, label: str, outcome: QueryOutcome
+    ) -> str:
+        """The server did not answer: find out why, restart it, record what happened."""
+        process = self.pair.side(side).process
+        where = f"during {test.name} query {query.index} ({label})"
+        if process.is_alive():
+            what = (
+                f"{process.describe()} stopped answering {where} ({outcome.message}); restarted it"
+            )
+        else:
+            what = f"{process.describe()} exited with code {process.exit_code()} {where}"
+        log = process.log_tail()
+        try:
+            process.restart()
+        except InfrastructureError as e:
+            raise InfrastructureError(f"{what}; restart failed: {e.message}") from e
+        self.pair.side(side).process.restarts = process.restarts
+        self.writers.errors.write(
+            ErrorRow(test.name, query.index, side, STAGE_SERVER, 0, f"{what}\n{log}")
+        )
+        return f"{what}: {outcome.message}"
+
+    def collect_query_log(self, test: str) -> None:
+        """Flush and read system.query_log for this test's runs on both servers."""
+        for side in SIDES:
+            wanted = self.measured.by_side[side]
+            if not wanted:
+                continue
+            server = self.pair.side(side)
+            try:
+                server.control.flush_logs()
+                entries = server.control.query_log(sorted(wanted), server.capabilities)
+            except Exception as e:  # a driver or network error: record it, keep the runs
+                self.writers.errors.write(
+                    ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, f"reading query_log: {e}")
+                )
+                wanted.clear()
+                continue
+            self._write_query_log(test, side, wanted, entries)
+            wanted.clear()
+
+    def _write_query_log(
+        self,
+        test: str,
+        side: str,
+        wanted: dict[str, tuple[int, int]],
+        entries: list[QueryLogEntry],
+    ) -> None:
+        for entry in entries:
+            query_index, run = wanted[entry.query_id]
+            self.writers.query_log.write(
+                QueryLogRow(
+                    test,
+                    query_index,
+                    side,
+                    run,
+                    entry.query_id,
+                    entry.server_time,
+                    entry.read_rows,
+                    entry.read_bytes,
+                    entry.memory_usage,
+                )
+            )
+            self.writers.profile_events.write_all(
+                ProfileEventRow(entry.query_id, side, name, value)
+                for name, value in entry.profile_events
+            )

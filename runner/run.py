@@ -1,0 +1,283 @@
+"""One chperf run: start both servers, run every test in ABBA order, write the artifacts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from chperf import __version__
+from chperf.artifacts import (
+    BOTH,
+    MANIFEST,
+    SIDES,
+    STAGE_PARSE,
+    STAGE_SETUP,
+    STAGE_TEARDOWN,
+    WHOLE_TEST,
+    ErrorRow,
+    QueryRow,
+    TestRow,
+    write_manifest,
+)
+from chperf.errors import ChperfError
+from runner.executor import HttpExecutor
+from runner.machine import machine_facts
+from runner.measure import Measurer, Writers
+from runner.progress import Progress
+from runner.server import ServerSpec
+from runner.servers import ServerPair, started_servers
+from runner.testdef import Location, TestDef, TestDefError, TestQuery, discover, load_test
+
+# Create/fill queries may load a lot of data: they get more time than a measured query.
+SETUP_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    reference: ServerSpec
+    patched: ServerSpec
+    tests: tuple[Path, ...]
+    out: Path
+    test_names: frozenset[str] = frozenset()  # empty: every test
+    query_indices: frozenset[int] = frozenset()  # empty: every query
+    runs: int = 15
+    long: bool = False
+    max_query_seconds: float = 30.0
+    keep_servers_dir: bool = False
+    force: bool = False
+
+    def manifest_options(self) -> dict[str, object]:
+        return {
+            "tests": [str(p) for p in self.tests],
+            "test_names": sorted(self.test_names),
+            "query_indices": sorted(self.query_indices),
+            "runs": self.runs,
+            "long": self.long,
+            "max_query_seconds": self.max_query_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class LoadedTests:
+    tests: tuple[TestDef, ...]
+    problems: tuple[tuple[str, Path, TestDefError], ...]  # (test name, file, error)
+
+
+def prepare_out_dir(out: Path, force: bool) -> None:
+    """Fail before any server starts when OUT cannot take this run's artifacts."""
+    if out.exists() and not out.is_dir():
+        raise ChperfError(f"output {out} exists and is not a directory")
+    if out.exists() and any(out.iterdir()):
+        if not (out / MANIFEST).exists() and not force:
+            raise ChperfError(
+                f"output directory {out} is not empty and holds no chperf run",
+                hint="choose another --out, or pass --force to replace its contents",
+            )
+        if not force:
+            raise ChperfError(
+                f"output directory {out} already holds a run ({out / MANIFEST})",
+                hint="choose another --out, or pass --force to overwrite it",
+            )
+        _clear_previous_run(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ChperfError(f"output directory {out} is not writable")
+
+
+def _clear_previous_run(out: Path) -> None:
+    for item in out.iterdir():
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink()
+
+
+def load_tests(options: RunOptions) -> LoadedTests:
+    tests: list[TestDef] = []
+    problems: list[tuple[str, Path, TestDefError]] = []
+    seen: dict[str, Path] = {}
+    for path in discover(list(options.tests)):
+        name = path.stem
+        if options.test_names and name not in options.test_names:
+            continue
+        try:
+            test = load_test(path)
+        except TestDefError as e:
+            problems.append((name, path, e))
+            continue
+        if test.name in seen:
+            problems.append((test.name, path, _duplicate(test, seen[test.name])))
+            continue
+        seen[test.name] = path
+        tests.append(test)
+    return LoadedTests(tuple(tests), tuple(problems))
+
+
+def _duplicate(test: TestDef, first: Path) -> TestDefError:
+    return TestDefError(
+        Location(test.path, 1),
+        f"duplicate test name {test.name!r} (also {first})",
+        hint="test names are file names; rename one of the files",
+    )
+
+
+def selected_queries(test: TestDef, options: RunOptions) -> tuple[TestQuery, ...]:
+    if not options.query_indices:
+        return test.queries
+    return tuple(q for q in test.queries if q.index in options.query_indices)
+
+
+class Run:
+    """Drives the tests through both servers and writes the artifacts as it goes."""
+
+    def __init__(self, options: RunOptions, loaded: LoadedTests) -> None:
+        self.options = options
+        self.loaded = loaded
+        self.writers = Writers(options.out)
+        self.manifest: dict[str, object] = {
+            "chperf_version": __version__,
+            "run_id": str(uuid.uuid4()),
+            "status": "running",
+            "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
+            "end_time": None,
+            "duration_seconds": None,
+            "servers": {},
+            "machine": machine_facts(),
+            "options": options.manifest_options(),
+        }
+        self._start = time.monotonic()
+
+    def execute(self) -> None:
+        try:
+            self._record_parse_problems()
+            write_manifest(self.options.out, self.manifest)
+            with started_servers(
+                self.options.reference,
+                self.options.patched,
+                keep_dir=self.options.keep_servers_dir,
+            ) as pair:
+                self.manifest["servers"] = pair.infos()
+                write_manifest(self.options.out, self.manifest)
+                self._run_tests(pair)
+                self.manifest["servers"] = pair.infos()
+            self.manifest["status"] = "complete"
+        except BaseException:
+            self.manifest["status"] = "interrupted"
+            raise
+        finally:
+            self.writers.close()
+            self.manifest["end_time"] = datetime.now(UTC).isoformat(timespec="seconds")
+            self.manifest["duration_seconds"] = round(time.monotonic() - self._start, 3)
+            write_manifest(self.options.out, self.manifest)
+
+    def _record_parse_problems(self) -> None:
+        for name, path, error in self.loaded.problems:
+            self.writers.errors.write(ErrorRow(name, WHOLE_TEST, BOTH, STAGE_PARSE, 0, str(error)))
+            self.writers.tests.write(TestRow(name, str(path), "error", error.reason, 0.0))
+
+    def _run_tests(self, pair: ServerPair) -> None:
+        tests = self.loaded.tests
+        total = sum(
+            len(selected_queries(t, self.options))
+            for t in tests
+            if self.options.long or not t.is_long
+        )
+        progress = Progress(total_queries=total, runs=self.options.runs)
+        measurer = Measurer(pair, self.writers, self.options.runs, self.options.max_query_seconds)
+        try:
+            for test in tests:
+                self._run_test(pair, measurer, progress, test)
+        finally:
+            measurer.close()
+            progress.finish()
+
+    def _run_test(
+        self, pair: ServerPair, measurer: Measurer, progress: Progress, test: TestDef
+    ) -> None:
+        start = time.monotonic()
+        queries = selected_queries(test, self.options)
+        for q in queries:
+            self.writers.queries.write(
+                QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change)
+            )
+        if test.is_long and not self.options.long:
+            reason = "tagged long; pass --long to run it"
+            self.writers.tests.write(TestRow(test.name, str(test.path), "skipped", reason, 0.0))
+            return
+        if not queries:
+            return
+        status, reason = "ran", ""
+        drop = test.drop_queries
+        self._on_both(pair, test, drop, stage=None)
+        if self._on_both(pair, test, test.create_queries + test.fill_queries, STAGE_SETUP):
+            for q in queries:
+                progress.start_query(test.name, q.index)
+                measurer.measure(test, q)
+                progress.end_query()
+            measurer.collect_query_log(test.name)
+        else:
+            status, reason = "error", "setup failed; see errors.tsv"
+            progress.skip_queries(len(queries))
+        self._on_both(pair, test, drop, STAGE_TEARDOWN)
+        wall = time.monotonic() - start
+        self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
+
+    def _on_both(
+        self, pair: ServerPair, test: TestDef, queries: tuple[str, ...], stage: str | None
+    ) -> bool:
+        """Run setup/teardown queries on both servers in parallel; record failures.
+
+        With stage None, failures are ignored (drops before setup may find nothing).
+        """
+        if not queries:
+            return True
+
+        def run_side(side: str) -> list[ErrorRow]:
+            return _run_statements(pair, side, test, queries, stage)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(run_side, SIDES))
+        problems = [row for rows in results for row in rows]
+        for row in problems:
+            self.writers.errors.write(row)
+        return not problems
+
+
+def _run_statements(
+    pair: ServerPair, side: str, test: TestDef, queries: tuple[str, ...], stage: str | None
+) -> list[ErrorRow]:
+    executor = HttpExecutor(pair.side(side).process.ports.http, SETUP_TIMEOUT_S)
+    settings = dict(test.settings)
+    try:
+        for number, sql in enumerate(queries):
+            outcome = executor.execute(sql, f"{test.name}.{stage or 'drop'}{number}", settings)
+            if not outcome.ok and stage is not None:
+                where = f"{test.path}: {stage} query {number + 1}"
+                message = f"{where} failed on {side}: {outcome.message}"
+                return [ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message)]
+    finally:
+        executor.close()
+    return []
+
+
+def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = None) -> Run:
+    """Validate everything that can be validated, then run. Raises ChperfError early."""
+    prepare_out_dir(options.out, options.force)
+    loaded = load_tests(options)
+    if on_loaded:
+        on_loaded(loaded)
+    if not loaded.tests and not loaded.problems:
+        raise ChperfError(
+            "no tests selected",
+            hint="check --tests and --test; test files are *.xml in ClickHouse's format",
+        )
+    current = Run(options, loaded)
+    current.execute()
+    return current

@@ -1,0 +1,223 @@
+"""A ClickHouse server process that chperf starts, watches, restarts and stops by its PID."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chperf.errors import InfrastructureError
+from runner.serverconfig import LISTEN_HOST, Ports, ServerLayout, write_server_files
+
+READY_TIMEOUT_S = 60.0  # an 18.16 server with an empty data dir is ready in ~1 s
+STOP_TIMEOUT_S = 20.0  # SIGTERM grace period before SIGKILL
+LOG_TAIL_LINES = 20
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    side: str  # reference or patched
+    binary: Path
+    overlays: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the server can do, detected from its system tables, never from its version."""
+
+    trace_log: bool
+    profile_events: str  # "map" (modern) or "arrays" (ProfileEvents.Names/Values, old)
+
+
+@dataclass
+class ServerInfo:
+    side: str
+    binary: str
+    sha256: str
+    version: str
+    overlays: list[str]
+    capabilities: Capabilities
+    tcp_port: int
+    http_port: int
+    pid: int
+    directory: str
+    restarts: int = 0
+    deaths: list[str] = field(default_factory=list)
+
+
+def server_command(binary: Path, config_file: Path) -> list[str]:
+    """clickhouse-server takes the config directly; the multi-call binary needs `server`."""
+    args = [f"--config-file={config_file}"]
+    if "server" in binary.name:
+        return [str(binary), *args]
+    return [str(binary), "server", *args]
+
+
+def pick_free_ports() -> Ports:
+    sockets = []
+    try:
+        for _ in range(2):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((LISTEN_HOST, 0))
+            sockets.append(s)
+        tcp, http = (s.getsockname()[1] for s in sockets)
+    finally:
+        for s in sockets:
+            s.close()
+    return Ports(tcp=tcp, http=http)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel kills the server if chperf itself dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class ServerProcess:
+    """One running server. Start it with `start()`, always `stop()` it (see `running`)."""
+
+    def __init__(self, spec: ServerSpec, layout: ServerLayout) -> None:
+        self.spec = spec
+        self.layout = layout
+        self.ports = pick_free_ports()
+        self._process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    @property
+    def side(self) -> str:
+        return self.spec.side
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid if self._process else 0
+
+    def describe(self) -> str:
+        return f"{self.side} server (pid {self.pid}, port {self.ports.tcp}, {self.spec.binary})"
+
+    def start(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
+        self._check_binary()
+        write_server_files(self.layout, self.ports, self.spec.overlays)
+        self._launch()
+        self.wait_ready(ready_timeout)
+
+    def restart(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
+        """Start again from the same data directory and ports (after a death or a hang)."""
+        self.stop()
+        self.restarts += 1
+        self._launch()
+        self.wait_ready(ready_timeout)
+
+    def _check_binary(self) -> None:
+        binary = self.spec.binary
+        if not binary.is_file():
+            raise InfrastructureError(
+                f"{self.side} server binary {binary} does not exist",
+                hint="pass --reference/--patched a clickhouse-server or clickhouse binary",
+            )
+        if not os.access(binary, os.X_OK):
+            raise InfrastructureError(
+                f"{self.side} server binary {binary} is not executable",
+                hint=f"chmod +x {binary}",
+            )
+
+    def _launch(self) -> None:
+        command = server_command(self.spec.binary, self.layout.config_file)
+        with self.layout.stderr_file.open("ab") as err:
+            # A session of its own: Ctrl-C in the terminal reaches chperf, which then stops
+            # the server in order, instead of the server dying mid-write.
+            self._process = subprocess.Popen(
+                command,
+                cwd=self.layout.root,
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # started from the main thread only
+            )
+
+    def is_alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def exit_code(self) -> int | None:
+        return self._process.poll() if self._process else None
+
+    def ping(self, timeout: float = 1.0) -> bool:
+        url = f"http://{LISTEN_HOST}:{self.ports.http}/?query=SELECT%201"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                return bool(response.read().strip() == b"1")
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_alive():
+                self._fail_start(f"exited with code {self.exit_code()} while starting")
+            if self.ping():
+                return
+            time.sleep(0.1)
+        self._fail_start(f"did not answer SELECT 1 within {timeout:.0f} s")
+
+    def _fail_start(self, what: str) -> None:
+        description = self.describe()
+        command = " ".join(server_command(self.spec.binary, self.layout.config_file))
+        self.stop()
+        raise InfrastructureError(
+            f"{description} {what}\ncommand: {command}\nlast lines of its logs:\n{self.log_tail()}",
+            hint="check the binary and the config overlays; the whole config is in "
+            f"{self.layout.root} (rerun with --keep-servers-dir to keep it)",
+        )
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        parts = []
+        for path in (self.layout.error_log_file, self.layout.stderr_file):
+            text = tail(path, lines)
+            if text:
+                parts.append(f"--- {path.name}\n{text}")
+        return "\n".join(parts) or "(the server wrote no log)"
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM, then SIGKILL after `timeout`; by PID and process group, never by name."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

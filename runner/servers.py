@@ -1,0 +1,132 @@
+"""The reference and patched servers of one run, started together and always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from chperf.artifacts import PATCHED, REFERENCE
+from chperf.errors import InfrastructureError
+from runner.control import ControlClient
+from runner.server import (
+    READY_TIMEOUT_S,
+    Capabilities,
+    ServerInfo,
+    ServerProcess,
+    ServerSpec,
+    sha256_of,
+)
+from runner.serverconfig import ServerLayout
+
+
+@dataclass
+class Side:
+    """A running server with what we learned about it at start."""
+
+    process: ServerProcess
+    control: ControlClient
+    version: str
+    capabilities: Capabilities
+    sha256: str
+
+    def info(self) -> ServerInfo:
+        p = self.process
+        return ServerInfo(
+            side=p.side,
+            binary=str(p.spec.binary),
+            sha256=self.sha256,
+            version=self.version,
+            overlays=[str(o) for o in p.spec.overlays],
+            capabilities=self.capabilities,
+            tcp_port=p.ports.tcp,
+            http_port=p.ports.http,
+            pid=p.pid,
+            directory=str(p.layout.root),
+            restarts=p.restarts,
+        )
+
+
+@dataclass
+class ServerPair:
+    reference: Side
+    patched: Side
+    root: Path
+
+    def side(self, name: str) -> Side:
+        return self.reference if name == REFERENCE else self.patched
+
+    def infos(self) -> dict[str, ServerInfo]:
+        return {REFERENCE: self.reference.info(), PATCHED: self.patched.info()}
+
+
+def _connect(process: ServerProcess) -> Side:
+    control = ControlClient(process.ports.tcp)
+    try:
+        version = control.version()
+        capabilities = control.detect_capabilities()
+    except Exception as e:  # any driver error here means the server is not usable
+        control.close()
+        raise InfrastructureError(
+            f"{process.describe()} started but does not answer control queries: {e}\n"
+            f"last lines of its logs:\n{process.log_tail()}"
+        ) from e
+    return Side(process, control, version, capabilities, sha256_of(process.spec.binary))
+
+
+@contextlib.contextmanager
+def started_servers(
+    reference: ServerSpec,
+    patched: ServerSpec,
+    *,
+    keep_dir: bool = False,
+    ready_timeout: float = READY_TIMEOUT_S,
+) -> Iterator[ServerPair]:
+    """Start both servers in private directories; stop them by PID whatever happens.
+
+    A second Ctrl-C while the servers are being stopped is ignored, so cleanup always
+    completes; the kernel also kills the servers if chperf itself is killed (PDEATHSIG).
+    """
+    root = Path(tempfile.mkdtemp(prefix="chperf-servers-"))  # mode 0700
+    processes = [
+        ServerProcess(spec, ServerLayout(root / spec.side)) for spec in (reference, patched)
+    ]
+    sides: list[Side] = []
+    try:
+        for process in processes:
+            process.start(ready_timeout)
+        sides = [_connect(p) for p in processes]
+        yield ServerPair(sides[0], sides[1], root)
+    finally:
+        previous = _ignore_interrupts()
+        try:
+            for side in sides:
+                side.control.close()
+            for process in processes:
+                process.stop()
+            if keep_dir:
+                print(f"chperf: server directories kept in {root}", file=sys.stderr)
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+        finally:
+            _restore_interrupts(previous)
+
+
+Handlers = tuple[object, object]
+
+
+def _ignore_interrupts() -> Handlers:
+    return (
+        signal.signal(signal.SIGINT, signal.SIG_IGN),
+        signal.signal(signal.SIGTERM, signal.SIG_IGN),
+    )
+
+
+def _restore_interrupts(previous: Handlers) -> None:
+    signal.signal(signal.SIGINT, previous[0])  # type: ignore[arg-type]
+    signal.signal(signal.SIGTERM, previous[1])  # type: ignore[arg-type]

@@ -1,0 +1,5 @@
+import sys
+
+from chperf.cli import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""Shared fixtures: the installed ClickHouse server and a way to run the chperf CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+
+
+def installed_server() -> Path | None:
+    for candidate in ("clickhouse-server", "/usr/sbin/clickhouse-server"):
+        found = shutil.which(candidate)
+        if found:
+            return Path(found)
+    return None
+
+
+@pytest.fixture(scope="session")
+def server_binary() -> Path:
+    binary = installed_server()
+    if binary is None:  # `make setup` installs it; a test run without it is a broken setup
+        pytest.fail("clickhouse-server is not installed; run `make setup`")
+    return binary
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_chperf(args: Sequence[str], timeout: float = 600) -> Completed:
+    done = subprocess.run(
+        [sys.executable, "-m", "chperf", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        check=False,
+    )
+    return Completed(done.returncode, done.stdout, done.stderr)
+
+
+def server_pids(out: Path) -> list[int]:
+    manifest = json.loads((out / "run.json").read_text())
+    return [int(s["pid"]) for s in manifest.get("servers", {}).values()]
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" not in status.read_text()

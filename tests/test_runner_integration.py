@@ -1,0 +1,146 @@
+"""End-to-end runs of the runner against two real ClickHouse servers."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from chperf.artifacts import (
+    ERRORS,
+    PROFILE_EVENTS,
+    QUERY_LOG,
+    RUNS,
+    TESTS,
+    read_table,
+)
+from tests.conftest import DATA, REPO, process_exists, run_chperf, server_pids
+
+pytestmark = pytest.mark.integration
+RUNS_PER_SIDE = 4
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory, server_binary: Path) -> Path:
+    out = tmp_path_factory.mktemp("small") / "out"
+    result = run_chperf(
+        [
+            "run",
+            "--reference", str(server_binary),
+            "--patched", str(server_binary),
+            "--patched-config", str(DATA / "overlays" / "low_max_rows"),
+            "--tests", str(DATA / "runner_small"),
+            "--runs", str(RUNS_PER_SIDE),
+            "--out", str(out),
+        ]
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    return out
+
+
+def test_every_measured_query_has_n_runs_per_side_in_abba_order(small_run: Path) -> None:
+    runs = read_table(small_run, RUNS)
+    assert not runs.problems
+    by_query: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
+    for row in runs.rows:
+        by_query[(row.test, row.query_index)].append((row.run, row.server))
+    full = {k: v for k, v in by_query.items() if k[0] == "small"}
+    assert sorted(full) == [("small", 0), ("small", 1), ("small", 2)]
+    expected = []
+    for n in range(RUNS_PER_SIDE):
+        pair = [(n, "reference"), (n, "patched")]
+        expected += pair if n % 2 == 0 else pair[::-1]
+    for order in full.values():
+        assert order == expected
+
+
+def test_query_ids_match_query_log_rows_on_both_servers(small_run: Path) -> None:
+    runs = read_table(small_run, RUNS).rows
+    log = read_table(small_run, QUERY_LOG).rows
+    assert {(r.server, r.query_id) for r in runs} == {(r.server, r.query_id) for r in log}
+    for row in runs:
+        assert row.query_id == f"{row.test}.{row.query_index}.run{row.run}"
+    assert all(r.server_time >= 0 and r.read_rows > 0 for r in log)
+
+
+def test_profile_events_are_recorded_for_every_run(small_run: Path) -> None:
+    events = read_table(small_run, PROFILE_EVENTS).rows
+    runs = read_table(small_run, RUNS).rows
+    seen = {(e.server, e.query_id) for e in events}
+    assert {(r.server, r.query_id) for r in runs} <= seen
+    names = {e.event for e in events}
+    assert {"Query", "RealTimeMicroseconds"} <= names
+
+
+def test_query_failing_only_on_patched_is_measured_on_reference(small_run: Path) -> None:
+    errors = read_table(small_run, ERRORS).rows
+    failing = [e for e in errors if e.test == "reads_many_rows"]
+    assert [(e.server, e.stage) for e in failing] == [("patched", "prewarm")]
+    assert failing[0].error_code == 158  # TOO_MANY_ROWS
+    runs = [r for r in read_table(small_run, RUNS).rows if r.test == "reads_many_rows"]
+    assert {r.server for r in runs} == {"reference"}
+    assert len(runs) == RUNS_PER_SIDE
+
+
+def test_manifest_describes_both_servers_and_the_run(small_run: Path) -> None:
+    manifest = json.loads((small_run / "run.json").read_text())
+    assert manifest["schema_version"] == 1
+    assert manifest["status"] == "complete"
+    for side in ("reference", "patched"):
+        server = manifest["servers"][side]
+        assert server["version"]
+        assert len(server["sha256"]) == 64
+        assert server["capabilities"]["profile_events"] in ("map", "arrays")
+    assert manifest["servers"]["patched"]["overlays"][0].endswith("low_max_rows")
+    assert manifest["options"]["runs"] == RUNS_PER_SIDE
+    tests = {t.test: t.status for t in read_table(small_run, TESTS).rows}
+    assert tests == {"small": "ran", "reads_many_rows": "ran"}
+
+
+def test_no_server_process_is_left_after_the_run(small_run: Path) -> None:
+    pids = server_pids(small_run)
+    assert len(pids) == 2
+    assert not [pid for pid in pids if process_exists(pid)]
+
+
+def test_interrupted_run_stops_servers_and_keeps_artifacts(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chperf", "run", "--tests", str(DATA / "runner_small"),
+         "--runs", "200", "--out", str(out),
+         "--reference", str(server_binary), "--patched", str(server_binary)],
+        cwd=REPO, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (out / "runs.tsv").exists() and len((out / "runs.tsv").read_text().splitlines()) > 5:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert not [pid for pid in server_pids(out) if process_exists(pid)]
+    runs = read_table(out, RUNS)
+    assert not runs.problems and len(runs.rows) >= 5
+    assert not Path(manifest["servers"]["reference"]["directory"]).exists()
+
+
+def test_server_that_cannot_start_names_side_and_log(tmp_path: Path, server_binary: Path) -> None:
+    result = run_chperf(
+        ["run", "--tests", str(DATA / "runner_small"), "--out", str(tmp_path / "out"),
+         "--reference", str(server_binary), "--patched", str(server_binary),
+         "--patched-config", str(DATA / "overlays" / "bad_xml")]
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "patched server" in result.stderr
+    assert "last lines of its logs" in result.stderr

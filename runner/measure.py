@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,6 +76,8 @@ class Measurer:
             for side in SIDES
         }
         self.measured = _Measured()
+        # Wall time of the measured (ABBA) runs alone, for the harness-efficiency benchmark.
+        self.run_seconds = 0.0
 
     def close(self) -> None:
         for executor in self.executors.values():
@@ -87,6 +90,7 @@ class Measurer:
             for side in SIDES
             if self._execute(test, query, side, PREWARM_LABEL, settings, STAGE_PREWARM) is not None
         ]
+        start = time.perf_counter()
         for run in range(self.runs if sides else 0):
             for slot in abba_pair(run, sides):
                 outcome = self._execute(test, query, slot.side, run_label(run), settings, STAGE_RUN)
@@ -99,6 +103,7 @@ class Measurer:
                     RunRow(test.name, query.index, slot.side, run, qid, outcome.elapsed)
                 )
                 self.measured.by_side[slot.side][qid] = (query.index, run)
+        self.run_seconds += time.perf_counter() - start
 
     def _execute(
         self,

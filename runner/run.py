@@ -195,6 +195,7 @@ class Run:
             for test in tests:
                 self._run_test(pair, measurer, progress, test)
         finally:
+            self.manifest["measured_runs_seconds"] = round(measurer.run_seconds, 6)
             measurer.close()
             progress.finish()
 

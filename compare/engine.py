@@ -1,0 +1,88 @@
+"""The narrow interface to the SQL engine: chDB (clickhouse-local as a library), in-process.
+
+Only this module imports chdb. Statements come from the `compare/*.sql` files; values reach
+them as query parameters (`{name:Type}`) or as input files whose path is a parameter, never
+pasted into the SQL text.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from chdb import session as chdb_session
+
+from chperf.errors import InfrastructureError
+
+SQL_DIR = Path(__file__).resolve().parent
+
+Params = Mapping[str, str | int | float]
+
+
+def sql_text(name: str) -> str:
+    """The text of compare/<name> (a .sql file shipped as package data)."""
+    return (SQL_DIR / name).read_text(encoding="utf-8")
+
+
+class SqlEngine:
+    """One chDB session with a private scratch directory for input files and tables."""
+
+    def __init__(self) -> None:
+        self._scratch = tempfile.TemporaryDirectory(prefix="chperf-compare-")
+        self.scratch = Path(self._scratch.name)
+        self._session = chdb_session.Session(str(self.scratch / "chdb"))  # type: ignore[no-untyped-call]
+
+    def __enter__(self) -> SqlEngine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._session.close()  # type: ignore[no-untyped-call]
+        self._scratch.cleanup()
+
+    def execute(self, statement: str, params: Params | None = None, *, source: str) -> str:
+        """Run one statement; `source` names the .sql file in error messages."""
+        try:
+            text_params = _as_strings(params or {})
+            result = self._session.query(statement, "TSV", params=text_params)  # type: ignore[no-untyped-call]
+        except Exception as e:  # chDB raises its own exception types for every SQL error
+            raise InfrastructureError(
+                f"chDB failed running compare/{source}: {_shorten(str(e))}",
+                hint="this is a bug in chperf's compare SQL; rerun with -v and report it",
+            ) from e
+        return bytes(result.bytes()).decode("utf-8")
+
+    def rows(self, name: str, params: Params | None = None) -> list[list[str]]:
+        """Run compare/<name> and return its TSV rows as raw fields (`\\N` is NULL; strings
+        still carry TSV escapes: pass them through chperf.artifacts.unescape)."""
+        text = self.execute(sql_text(name), params, source=name)
+        return [line.split("\t") for line in text.splitlines()]
+
+    def insert(self, table: str, name: str, params: Params | None = None) -> None:
+        """INSERT the rows of compare/<name> into the session table `table`."""
+        self.execute(f"INSERT INTO {table} {sql_text(name)}", params, source=name)
+
+    def create_table(self, table: str, name: str, params: Params | None = None) -> None:
+        """(Re)create the session table `table` from the rows of compare/<name>."""
+        self.execute(f"DROP TABLE IF EXISTS {table}", source=name)
+        self.execute(
+            f"CREATE TABLE {table} ENGINE = Memory AS {sql_text(name)}", params, source=name
+        )
+
+
+def _as_strings(params: Params) -> dict[str, str]:
+    return {k: repr(v) if isinstance(v, float) else str(v) for k, v in params.items()}
+
+
+def _shorten(message: str, limit: int = 1500) -> str:
+    # chDB quotes the offending input in its messages, which can be megabytes long
+    return message if len(message) <= limit else message[:limit] + " ... (truncated)"

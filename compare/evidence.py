@@ -1,0 +1,230 @@
+"""Gathering the evidence for the verdicts from the artifacts of `chperf run`.
+
+Reads the TSV tables through chperf.artifacts (which records unreadable lines instead of
+raising), groups runs and errors per query, and turns every kind of damage into a recorded
+problem: of one query when the damaged line names it, of the whole comparison otherwise.
+Nothing here decides a verdict (verdict.py) or computes a statistic (randomization.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from chperf.artifacts import (
+    ERRORS,
+    PATCHED,
+    QUERIES,
+    REFERENCE,
+    RUNS,
+    SIDES,
+    STAGE_PARSE,
+    STAGE_PREWARM,
+    STAGE_RUN,
+    STAGE_SERVER,
+    STAGE_SETUP,
+    TESTS,
+    WHOLE_TEST,
+    ErrorRow,
+    QueryRow,
+    ReadProblem,
+    RunRow,
+    TableContents,
+    TestRow,
+    read_table,
+)
+from compare.randomization import Samples
+from compare.verdict import Failure, QueryEvidence
+
+QueryKey = tuple[str, int]  # (test, query_index)
+
+# Stages of errors.tsv that concern one query of a test; the others (parse, setup) concern the
+# whole test when query_index is WHOLE_TEST, and teardown / query_log do not affect a verdict.
+_TEST_STAGES = (STAGE_PARSE, STAGE_SETUP, STAGE_SERVER)
+_QUERY_STAGES = (STAGE_PREWARM, STAGE_RUN, STAGE_SERVER)
+# tests.tsv statuses (chperf.artifacts.TestRow.status)
+_TEST_STATUS_SKIPPED = "skipped"
+_TEST_STATUS_ERROR = "error"
+
+
+@dataclass(frozen=True)
+class GlobalProblem:
+    """Damage not attributable to one query: it goes into the summary message."""
+
+    text: str
+    fails_check: bool
+
+
+@dataclass(frozen=True)
+class Evidence:
+    queries: tuple[QueryEvidence, ...]  # sorted by (test, query_index); stats not yet set
+    client_time: dict[QueryKey, Samples]  # every query with runs on both sides
+    problems: tuple[GlobalProblem, ...]
+    runs_per_side: dict[str, int]
+
+
+@dataclass
+class _Query:
+    """Mutable accumulator while reading; frozen into QueryEvidence at the end."""
+
+    query: str = ""
+    max_ignored_relative_change: float | None = None
+    listed: bool = False  # present in queries.tsv
+    runs: dict[str, dict[int, float]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    failures: list[Failure] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def gather(out: Path) -> Evidence:
+    queries: dict[QueryKey, _Query] = defaultdict(_Query)
+    problems: list[GlobalProblem] = []
+    _add_queries(read_table(out, QUERIES), queries, problems)
+    runs = read_table(out, RUNS)
+    _add_runs(out, runs, queries, problems)
+    errors = read_table(out, ERRORS)
+    test_failures = _add_errors(errors, queries, problems)
+    tests = read_table(out, TESTS)
+    _note_problems(tests.problems, problems, fails_check=True)
+    rows = _query_evidence(queries, test_failures, tests.rows)
+    return Evidence(
+        queries=rows,
+        client_time=_client_time(queries),
+        problems=tuple(problems),
+        runs_per_side={s: sum(1 for r in runs.rows if r.server == s) for s in SIDES},
+    )
+
+
+def _note_problems(
+    read_problems: Iterable[ReadProblem], problems: list[GlobalProblem], *, fails_check: bool
+) -> None:
+    problems.extend(GlobalProblem(str(p), fails_check) for p in read_problems)
+
+
+def _add_queries(
+    table: TableContents[QueryRow], queries: dict[QueryKey, _Query], problems: list[GlobalProblem]
+) -> None:
+    _note_problems(table.problems, problems, fails_check=True)
+    for row in table.rows:
+        entry = queries[(row.test, row.query_index)]
+        if entry.listed:
+            entry.problems.append(f"{QUERIES.file}: listed twice")
+        entry.query, entry.listed = row.query, True
+        entry.max_ignored_relative_change = row.max_ignored_relative_change
+
+
+def _add_runs(
+    out: Path,
+    table: TableContents[RunRow],
+    queries: dict[QueryKey, _Query],
+    problems: list[GlobalProblem],
+) -> None:
+    for problem in table.problems:
+        key = _key_of_line(out / RUNS.file, problem.line)
+        if key is None:
+            problems.append(GlobalProblem(str(problem), True))
+        else:
+            queries[key].problems.append(str(problem))
+    for row in table.rows:
+        entry = queries[(row.test, row.query_index)]
+        if row.server not in SIDES:
+            entry.problems.append(f"{RUNS.file}: unknown server {row.server!r}")
+        elif row.run in entry.runs[row.server]:
+            entry.problems.append(f"{RUNS.file}: {row.server} run {row.run} recorded twice")
+        elif not row.client_time > 0:
+            entry.problems.append(
+                f"{RUNS.file}: {row.server} run {row.run} took {row.client_time} s"
+            )
+        else:
+            entry.runs[row.server][row.run] = row.client_time
+
+
+def _key_of_line(path: Path, line: int) -> QueryKey | None:
+    """(test, query_index) of a damaged line, when its first two fields are readable."""
+    if line < 2:
+        return None
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for number, text in enumerate(f, start=1):
+            if number == line:
+                fields = text.split("\t")
+                if len(fields) >= 3 and fields[1].lstrip("-").isdigit():
+                    return fields[0], int(fields[1])
+                return None
+    return None
+
+
+def _add_errors(
+    table: TableContents[ErrorRow], queries: dict[QueryKey, _Query], problems: list[GlobalProblem]
+) -> dict[str, list[Failure]]:
+    """Attach query errors; return the whole-test errors per test."""
+    _note_problems(table.problems, problems, fails_check=True)
+    test_failures: dict[str, list[Failure]] = defaultdict(list)
+    for row in table.rows:
+        failure = Failure(row.server, row.stage, row.message)
+        if row.query_index == WHOLE_TEST:
+            if row.stage in _TEST_STAGES:
+                test_failures[row.test].append(failure)
+        elif row.stage in _QUERY_STAGES:
+            queries[(row.test, row.query_index)].failures.append(failure)
+    return test_failures
+
+
+def _query_evidence(
+    queries: dict[QueryKey, _Query],
+    test_failures: dict[str, list[Failure]],
+    tests: tuple[TestRow, ...],
+) -> tuple[QueryEvidence, ...]:
+    status = {t.test: t for t in tests}
+    rows = [_evidence(key, q) for key, q in queries.items()]
+    covered = {key[0] for key in queries}
+    for test in sorted((set(status) | set(test_failures)) - covered):
+        rows.append(_test_row(test, status.get(test)))
+    final = [_with_test_status(r, status.get(r.test), test_failures.get(r.test, [])) for r in rows]
+    return tuple(sorted(final, key=lambda r: (r.test, r.query_index)))
+
+
+def _evidence(key: QueryKey, q: _Query) -> QueryEvidence:
+    problems = list(q.problems)
+    if not q.listed:
+        problems.append(f"{QUERIES.file}: this query has runs or errors but is not listed")
+    return QueryEvidence(
+        test=key[0],
+        query_index=key[1],
+        query=q.query,
+        max_ignored_relative_change=q.max_ignored_relative_change,
+        failures=tuple(q.failures),
+        problems=tuple(problems),
+        runs_reference=len(q.runs[REFERENCE]),
+        runs_patched=len(q.runs[PATCHED]),
+    )
+
+
+def _test_row(test: str, row: TestRow | None) -> QueryEvidence:
+    """The one verdict row of a test without queries (skipped, or failed before its queries)."""
+    problems: tuple[str, ...] = ()
+    if row is not None and row.status not in (_TEST_STATUS_SKIPPED, _TEST_STATUS_ERROR):
+        problems = (f"{TESTS.file}: the test has status {row.status!r} but no queries",)
+    return QueryEvidence(test, WHOLE_TEST, "", None, problems=problems)
+
+
+def _with_test_status(
+    evidence: QueryEvidence, test: TestRow | None, failures: list[Failure]
+) -> QueryEvidence:
+    if test is not None and test.status == _TEST_STATUS_SKIPPED:
+        return replace(evidence, skipped_reason=test.reason or "no reason given")
+    if test is not None and test.status == _TEST_STATUS_ERROR and not failures:
+        failures = [Failure("both", "test", test.reason or "no reason given")]
+    return replace(evidence, test_failures=tuple(failures))
+
+
+def _client_time(queries: dict[QueryKey, _Query]) -> dict[QueryKey, Samples]:
+    return {
+        key: Samples(_values(q.runs[REFERENCE]), _values(q.runs[PATCHED]))
+        for key, q in queries.items()
+        if q.runs[REFERENCE] and q.runs[PATCHED]
+    }
+
+
+def _values(runs: dict[int, float]) -> tuple[float, ...]:
+    return tuple(runs[r] for r in sorted(runs))

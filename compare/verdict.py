@@ -1,0 +1,208 @@
+"""Per-query classification (METHOD.md §4): a pure function from evidence to a verdict.
+
+Nothing here reads files or runs SQL: compare.py gathers the evidence (runs, errors, the
+randomization statistics of client_time) into frozen dataclasses, `classify` decides.
+
+The rules, in order:
+  skipped test                               -> skipped
+  whole-test error (parse, setup)            -> error
+  query failed on both sides                 -> error
+  query failed on one side                   -> partial
+  damaged artifacts, < MIN_RUNS runs a side  -> error
+  |D| >= T and |D| >= min effect             -> faster (D < 0) / slower (D > 0)
+  T >= unstable threshold                    -> unstable
+  otherwise                                  -> unchanged
+`>=` everywhere: the randomization distribution is discrete (METHOD.md §3).
+
+Which verdicts fail the check (`QueryVerdict.fails_check`): slower; a failure of the patched
+side only; any error during the measured runs or a server crash (run, server stages); an
+unreadable test file; damaged artifacts or too few runs (fail closed: an unmeasured query
+never passes). A query broken on both sides from the prewarm on, or in setup on both sides,
+is an error that does not fail the check: the patch did not cause it, and it is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from chperf.artifacts import (
+    PATCHED,
+    REFERENCE,
+    STAGE_PARSE,
+    STAGE_RUN,
+    STAGE_SERVER,
+)
+from compare.randomization import SeriesStats
+
+# Changes below 5% are too small to act on: the default of METHOD.md §4. ClickHouse's CI
+# needs 10-15% on its machines; issue 8 makes 5% honest here with A/A calibration.
+MIN_EFFECT = 0.05
+
+# A query whose threshold T reaches 10% cannot detect a change of twice the minimum effect
+# with confidence: it is reported unstable rather than unchanged (METHOD.md §4, issue 3).
+UNSTABLE_THRESHOLD = 0.10
+
+# Fewer than 3 runs a side: the median is the minimum or the maximum (or their mean) and the
+# randomization distribution has at most C(4, 2) = 6 splits, too coarse for a 0.99 quantile.
+MIN_RUNS = 3
+
+# Stages whose errors fail the check even on the reference side: the measurement itself broke.
+FAILING_STAGES = frozenset({STAGE_RUN, STAGE_SERVER, STAGE_PARSE})
+
+
+class Verdict(Enum):
+    FASTER = "faster"
+    SLOWER = "slower"
+    UNSTABLE = "unstable"
+    UNCHANGED = "unchanged"
+    PARTIAL = "partial"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_effect: float = MIN_EFFECT
+    unstable_threshold: float = UNSTABLE_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One recorded error of a query or of its whole test (a row of errors.tsv)."""
+
+    side: str  # reference, patched or both
+    stage: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.stage} on {self.side}: {self.message}"
+
+
+@dataclass(frozen=True)
+class QueryEvidence:
+    test: str
+    query_index: int  # WHOLE_TEST (-1) for a row that stands for a whole test
+    query: str
+    max_ignored_relative_change: float | None
+    skipped_reason: str | None = None  # the test was skipped (tests.tsv)
+    test_failures: tuple[Failure, ...] = ()  # errors of the whole test (parse, setup)
+    failures: tuple[Failure, ...] = ()  # errors of this query (prewarm, run, server)
+    problems: tuple[str, ...] = ()  # damaged artifacts concerning this query
+    runs_reference: int = 0
+    runs_patched: int = 0
+    stats: SeriesStats | None = None  # client_time; None when not measured on both sides
+
+
+@dataclass(frozen=True)
+class QueryVerdict:
+    test: str
+    query_index: int
+    query: str
+    verdict: Verdict
+    reason: str
+    fails_check: bool
+    runs_reference: int
+    runs_patched: int
+    stats: SeriesStats | None  # set for faster, slower, unstable and unchanged
+
+
+def classify(evidence: QueryEvidence, thresholds: Thresholds) -> QueryVerdict:
+    if evidence.skipped_reason is not None:
+        return _verdict(evidence, Verdict.SKIPPED, f"skipped: {evidence.skipped_reason}", False)
+    if evidence.test_failures:
+        return _failed_test(evidence)
+    if evidence.failures:
+        return _failed_query(evidence)
+    problem = _measurement_problem(evidence)
+    if problem is not None:
+        return _verdict(evidence, Verdict.ERROR, problem, True)
+    assert evidence.stats is not None and evidence.stats.diff is not None  # checked above
+    return _decide(evidence, evidence.stats, thresholds)
+
+
+def min_effect_for(evidence: QueryEvidence, thresholds: Thresholds) -> float:
+    """The test's max_ignored_relative_change applies when larger than the default."""
+    return max(thresholds.min_effect, evidence.max_ignored_relative_change or 0.0)
+
+
+def _failed_test(evidence: QueryEvidence) -> QueryVerdict:
+    failures = evidence.test_failures
+    reason = "test failed: " + "; ".join(str(f) for f in failures)
+    return _verdict(evidence, Verdict.ERROR, reason, _fails_check(failures))
+
+
+def _failed_query(evidence: QueryEvidence) -> QueryVerdict:
+    failures = evidence.failures
+    sides = _failed_sides(failures)
+    details = "; ".join(str(f) for f in failures)
+    if sides == {REFERENCE, PATCHED}:
+        return _verdict(
+            evidence, Verdict.ERROR, f"fails on both sides: {details}", _fails_check(failures)
+        )
+    (side,) = sides
+    reason = f"fails on {side} only: {details}"
+    return _verdict(evidence, Verdict.PARTIAL, reason, _fails_check(failures))
+
+
+def _failed_sides(failures: tuple[Failure, ...]) -> set[str]:
+    sides: set[str] = set()
+    for failure in failures:
+        sides |= (
+            {REFERENCE, PATCHED} if failure.side not in (REFERENCE, PATCHED) else {failure.side}
+        )
+    return sides
+
+
+def _fails_check(failures: tuple[Failure, ...]) -> bool:
+    patched_only = _failed_sides(failures) == {PATCHED}
+    return patched_only or any(f.stage in FAILING_STAGES for f in failures)
+
+
+def _measurement_problem(evidence: QueryEvidence) -> str | None:
+    if evidence.problems:
+        return "damaged artifacts: " + "; ".join(evidence.problems)
+    runs = (evidence.runs_reference, evidence.runs_patched)
+    if min(runs) < MIN_RUNS:
+        return (
+            f"too few runs: {runs[0]} reference and {runs[1]} patched, "
+            f"need at least {MIN_RUNS} on each side"
+        )
+    if evidence.stats is None:
+        return "no statistics computed for the measured runs"
+    if evidence.stats.diff is None:
+        return "the reference median is 0 s: no relative change is defined"
+    return None
+
+
+def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds) -> QueryVerdict:
+    diff, threshold = stats.diff or 0.0, stats.threshold or 0.0
+    min_effect = min_effect_for(evidence, thresholds)
+    figures = f"D {diff:+.1%}, T {threshold:.1%}, min effect {min_effect:.1%}"
+    if abs(diff) >= threshold and abs(diff) >= min_effect:
+        verdict = Verdict.FASTER if diff < 0 else Verdict.SLOWER
+        reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
+        return _verdict(evidence, verdict, reason, verdict is Verdict.SLOWER)
+    if threshold >= thresholds.unstable_threshold:
+        reason = (
+            f"unstable: T >= {thresholds.unstable_threshold:.1%}, too noisy to detect a change "
+            f"of the size that matters ({figures})"
+        )
+        return _verdict(evidence, Verdict.UNSTABLE, reason, False)
+    why = "|D| < T, not significant" if abs(diff) < threshold else "|D| < min effect"
+    return _verdict(evidence, Verdict.UNCHANGED, f"unchanged: {why} ({figures})", False)
+
+
+def _verdict(evidence: QueryEvidence, verdict: Verdict, reason: str, fails: bool) -> QueryVerdict:
+    measured = verdict in (Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE, Verdict.UNCHANGED)
+    return QueryVerdict(
+        test=evidence.test,
+        query_index=evidence.query_index,
+        query=evidence.query,
+        verdict=verdict,
+        reason=reason,
+        fails_check=fails,
+        runs_reference=evidence.runs_reference,
+        runs_patched=evidence.runs_patched,
+        stats=evidence.stats if measured else None,
+    )

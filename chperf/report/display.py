@@ -1,0 +1,97 @@
+"""How numbers read in the report: durations, ratios, percentages.
+
+Pure functions; templates only print the strings these return (no arithmetic in templates).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+
+MISSING = "—"  # shown where a value does not exist (a side that failed, say)
+
+
+def duration(seconds: float | None) -> str:
+    """0.00123 -> '1.23 ms', 2.5 -> '2.500 s'."""
+    if seconds is None or not math.isfinite(seconds):
+        return MISSING
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1000:.3g} ms" if seconds < 0.1 else f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.3f} s"
+
+
+def wall_time(seconds: float | None) -> str:
+    """Longer spans: '45 s', '12 min 3 s', '1 h 02 min'."""
+    if seconds is None or not math.isfinite(seconds):
+        return MISSING
+    total = round(seconds)
+    if total < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{total} s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def percent(fraction: float | None, *, signed: bool = True) -> str:
+    if fraction is None or not math.isfinite(fraction):
+        return MISSING
+    value = fraction * 100
+    text = f"{value:+.1f}%" if signed else f"{value:.1f}%"
+    return text.replace("-", "−")
+
+
+def ratio(reference: float | None, patched: float | None) -> float | None:
+    """patched / reference, None when it does not exist."""
+    if reference is None or patched is None or reference <= 0 or patched <= 0:
+        return None
+    return patched / reference
+
+
+def ratio_text(value: float | None) -> str:
+    """1.32 -> '1.32x slower', 0.5 -> '2.00x faster' (both as times, not as fractions)."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return MISSING
+    if value >= 1:
+        return f"{value:.2f}x slower" if round(value, 2) != 1 else "1.00x"
+    return f"{1 / value:.2f}x faster"
+
+
+def ratio_interval(low: float | None, high: float | None) -> str:
+    """A 95% CI of patched/reference as times: '95% CI 1.25-1.40x'."""
+    if low is None or high is None or low <= 0 or high <= 0:
+        return ""
+    return f"95% CI {low:.2f}–{high:.2f}x"
+
+
+def count(value: int | None) -> str:
+    return MISSING if value is None else str(value)
+
+
+def shorten(text: str, limit: int) -> str:
+    """First line of text, at most `limit` characters, with an ellipsis when cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def sort_key(value: float | None) -> str:
+    """The value for the browser's sort: a plain number, or empty (sorted last)."""
+    if value is None or not math.isfinite(value):
+        return ""
+    return f"{value:.6g}"
+
+
+def ident(*parts: str | int) -> str:
+    """A stable id for anchors and file names: readable, safe in URLs, unique per input.
+
+    Test names are user-controlled (any characters, different names may look alike after
+    cleaning), so a short hash of the exact parts keeps ids unique.
+    """
+    raw = "\0".join(str(p) for p in parts)
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(str(p) for p in parts))[:60]
+    digest = hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{readable.strip('._-') or 'x'}-{digest}"

@@ -1,0 +1,197 @@
+"""The report's header (status, servers, machine, options) and its problem lists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from chperf import artifacts
+from chperf.artifacts import ErrorRow
+from chperf.report import display
+from chperf.report.inputs import METRICS_FILE, SUMMARY_FILE, VERDICTS_FILE, Inputs
+from chperf.report.model import Field, Header, ProblemView, ServerView
+
+# errors.tsv stages that are one query's failure on one side: they become that query's
+# verdict (partial/error) and are listed with it, not among the run's problems.
+QUERY_STAGES = frozenset({artifacts.STAGE_PREWARM, artifacts.STAGE_RUN})
+
+_STAGE_KINDS = {
+    artifacts.STAGE_PARSE: "test file error",
+    artifacts.STAGE_SETUP: "setup error",
+    artifacts.STAGE_PREWARM: "query error",
+    artifacts.STAGE_RUN: "query error",
+    artifacts.STAGE_TEARDOWN: "teardown error",
+    artifacts.STAGE_SERVER: "server",
+    artifacts.STAGE_QUERY_LOG: "query log",
+}
+
+_MANIFEST_KEYS = (
+    "run_id",
+    "status",
+    "chperf_version",
+    "start_time",
+    "end_time",
+    "duration_seconds",
+    "servers",
+    "machine",
+    "options",
+)
+
+_MISSING_ADVICE = {
+    artifacts.MANIFEST: "the header cannot say which servers ran; point at a directory "
+    "written by `chperf run`",
+    VERDICTS_FILE: "no verdicts; run `chperf compare OUT` first",
+    SUMMARY_FILE: "no status line; run `chperf compare OUT` first",
+    METRICS_FILE: "no metrics per query; run `chperf compare OUT` first",
+}
+_MISSING_ARTIFACT = "the run did not write it (crashed early?); rerun `chperf run`"
+
+
+def input_problems(inputs: Inputs) -> list[str]:
+    """Missing files, unreadable lines and gaps in run.json, as report-building problems."""
+    found = [
+        f"{name} is missing: {_MISSING_ADVICE.get(name, _MISSING_ARTIFACT)}"
+        for name in inputs.missing
+    ]
+    found.extend(inputs.problems)
+    if inputs.manifest:
+        absent = [key for key in _MANIFEST_KEYS if key not in inputs.manifest]
+        if absent:
+            found.append(f"{artifacts.MANIFEST} lacks {', '.join(absent)}: shown as not recorded")
+    return found
+
+
+def run_problems(inputs: Inputs) -> list[ProblemView]:
+    problems: list[ProblemView] = []
+    status = inputs.manifest.get("status")
+    if status not in (None, "complete"):
+        problems.append(
+            ProblemView(
+                "",
+                "run",
+                artifacts.MANIFEST,
+                f"the run is {status}: results cover only the queries measured before it "
+                "stopped; rerun `chperf run` for a complete report",
+            )
+        )
+    for error in inputs.errors:
+        if error.query_index == artifacts.WHOLE_TEST or error.stage not in QUERY_STAGES:
+            problems.append(
+                ProblemView(
+                    "", _STAGE_KINDS.get(error.stage, error.stage), _where(error), _message(error)
+                )
+            )
+    return problems
+
+
+def _where(error: ErrorRow) -> str:
+    parts = [error.test]
+    if error.query_index != artifacts.WHOLE_TEST:
+        parts.append(f"query {error.query_index}")
+    return " ".join(parts) + f", {error.server}, stage {error.stage}"
+
+
+def _message(error: ErrorRow) -> str:
+    code = f" (code {error.error_code})" if error.error_code else ""
+    return error.message + code
+
+
+def number_problems(
+    run: Sequence[ProblemView], build: Sequence[str]
+) -> tuple[tuple[ProblemView, ...], tuple[ProblemView, ...]]:
+    """Give every problem its anchor, problem-1 ... across both lists."""
+    numbered_run = tuple(
+        ProblemView(f"problem-{n}", p.kind, p.where, p.message) for n, p in enumerate(run, start=1)
+    )
+    numbered_build = tuple(
+        ProblemView(f"problem-{n}", "report", "", message)
+        for n, message in enumerate(build, start=len(run) + 1)
+    )
+    return numbered_run, numbered_build
+
+
+def build_header(inputs: Inputs, first_problem: str | None, build_problems: int) -> Header:
+    manifest = inputs.manifest
+    if inputs.summary is None:
+        status, message = "failure", "no verdicts: summary.json is missing or unreadable"
+    else:
+        status, message = inputs.summary.status, inputs.summary.message
+    if build_problems:
+        # Fail closed: a report that could not be built completely is not a green check.
+        status = "failure"
+        message += f"; {build_problems} errors while building the report"
+    return Header(
+        status=status,
+        message=message,
+        first_problem=first_problem,
+        run=_run_fields(manifest),
+        servers=tuple(_server(manifest.get("servers"), side) for side in artifacts.SIDES),
+        machine=_fields(manifest.get("machine")),
+        options=_fields(manifest.get("options")),
+        profiling_note=_profiling_note(inputs),
+    )
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "not recorded"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _run_fields(manifest: dict[str, Any]) -> tuple[Field, ...]:
+    duration = manifest.get("duration_seconds")
+    return (
+        Field("Run", _text(manifest.get("run_id"))),
+        Field("Run status", _text(manifest.get("status"))),
+        Field("Start time", _text(manifest.get("start_time"))),
+        Field("End time", _text(manifest.get("end_time"))),
+        Field(
+            "Duration",
+            display.wall_time(float(duration))
+            if isinstance(duration, int | float)
+            else "not recorded",
+        ),
+        Field("chperf version", _text(manifest.get("chperf_version"))),
+    )
+
+
+def _fields(value: Any) -> tuple[Field, ...]:
+    if not isinstance(value, dict):
+        return (
+            (Field("", "not recorded in run.json"),)
+            if value is None
+            else (Field("", _text(value)),)
+        )
+    return tuple(Field(str(k), _text(v)) for k, v in value.items())
+
+
+def _server(servers: Any, side: str) -> ServerView:
+    info = servers.get(side) if isinstance(servers, dict) else None
+    if not isinstance(info, dict):
+        return ServerView(side, "not recorded in run.json", "", "", (), ())
+    overlays = info.get("overlays")
+    shown = {"side", "version", "binary", "sha256", "overlays"}
+    details = [Field(str(k), _text(v)) for k, v in info.items() if k not in shown]
+    return ServerView(
+        side=side,
+        version=_text(info.get("version")),
+        binary=_text(info.get("binary")),
+        sha256=_text(info.get("sha256")),
+        overlays=tuple(str(o) for o in overlays) if isinstance(overlays, list) else (),
+        details=tuple(details),
+    )
+
+
+def _profiling_note(inputs: Inputs) -> str | None:
+    reason = inputs.manifest.get("profiling_unavailable")
+    if reason:
+        return f"No flame graphs: {_text(reason)}"
+    if inputs.manifest and not inputs.profiles:
+        return (
+            "No flame graphs: run.json lists no profiles "
+            "(profiling disabled, or no query needed one)"
+        )
+    return None

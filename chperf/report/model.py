@@ -1,0 +1,151 @@
+"""The view model: everything the templates print, already computed and formatted.
+
+Templates read these attributes by name and do no arithmetic; numbers arrive as display
+strings plus, where the browser sorts on them, a plain-number `sort_*` string. SVG plots are
+`markupsafe.Markup` built from numbers only, with every text in them escaped (svg.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+
+@dataclass(frozen=True)
+class Field:
+    """A labelled value in the header ("Start time", "2026-05-01T10:00:00")."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class ServerView:
+    side: str  # reference or patched
+    version: str
+    binary: str
+    sha256: str
+    overlays: tuple[str, ...]
+    details: tuple[Field, ...]  # capabilities, ports, pid
+
+
+@dataclass(frozen=True)
+class Header:
+    status: str  # success, failure or unknown (no summary.json)
+    message: str  # summary.json's message, plus what the report adds
+    first_problem: str | None  # anchor of the first thing that makes the check fail
+    run: tuple[Field, ...]
+    servers: tuple[ServerView, ...]
+    machine: tuple[Field, ...]
+    options: tuple[Field, ...]
+    profiling_note: str | None  # why there are no flame graphs, when there are none
+
+
+@dataclass(frozen=True)
+class ProblemView:
+    anchor: str
+    kind: str  # "setup error", "server", "report", ...
+    where: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Link:
+    label: str
+    href: str  # relative to report.html
+
+
+@dataclass(frozen=True)
+class MetricView:
+    metric: str
+    reference: str
+    patched: str
+    diff: str
+    threshold: str
+    significant: bool  # |diff| >= threshold
+    direction: str  # "up", "down" or "" (for the colour of a significant change)
+
+
+@dataclass(frozen=True)
+class FailureView:
+    """An error of one query on one side, from errors.tsv."""
+
+    side: str
+    stage: str
+    error_code: int
+    message: str
+
+
+@dataclass(frozen=True)
+class QueryView:
+    anchor: str  # id of the query's details block
+    test: str
+    query_index: int
+    query: str
+    query_short: str  # first characters, for collapsed rows
+    verdict: str
+    reason: str
+    reference: str
+    patched: str
+    ratio: str  # "1.32x slower"
+    ci: str  # "95% CI 1.25–1.40x" when compare provides it, else ""
+    diff: str
+    threshold: str
+    runs: str
+    sort_reference: str
+    sort_patched: str
+    sort_ratio: str
+    sort_diff: str
+    sort_threshold: str
+    warnings: tuple[str, ...]  # measurement-quality warnings, each with its remedy
+    slow_on_client: bool
+    failures: tuple[FailureView, ...]
+    flamegraphs: tuple[Link, ...]
+    metrics: tuple[MetricView, ...]
+    metrics_omitted: int  # insignificant metrics not shown (they are in metrics.tsv)
+    plot: Markup | None  # per-run times of both sides, for changed and unstable queries
+    has_details: bool  # a details block with id=anchor exists
+
+
+@dataclass(frozen=True)
+class VerdictCount:
+    verdict: str
+    count: int
+
+
+@dataclass(frozen=True)
+class TestSummaryView:
+    test: str
+    anchor: str
+    status: str  # from tests.tsv: ran, skipped, error; "" when unknown
+    geomean: str  # geometric mean of patched/reference over the test's measured queries
+    geomean_change: str  # the same as a signed percentage
+    sort_geomean: str
+    counts: tuple[VerdictCount, ...]  # in Report.verdicts order
+    wall_time: str
+    sort_wall_time: str
+
+
+@dataclass(frozen=True)
+class SkippedView:
+    test: str
+    what: str  # "whole test" or "query 3"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    header: Header
+    run_problems: tuple[ProblemView, ...]  # errors.tsv rows that are not one query's failure
+    build_problems: tuple[ProblemView, ...]  # errors while building the report
+    changes: tuple[QueryView, ...]
+    unstable: tuple[QueryView, ...]
+    failed: tuple[QueryView, ...]  # partial and error
+    skipped: tuple[SkippedView, ...]
+    tests: tuple[TestSummaryView, ...]
+    test_chart: Markup | None
+    all_queries: tuple[QueryView, ...]
+    verdicts: tuple[str, ...]  # every verdict name, in display order
+    generated_at: str

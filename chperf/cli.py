@@ -22,8 +22,14 @@ class Terminated(BaseException):
     """SIGTERM, turned into an exception so every `finally` runs (servers stop)."""
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """First SIGINT/SIGTERM: unwind (every `finally` stops what it started). Later ones are
+    ignored, so a second Ctrl-C cannot cut the cleanup short and leave servers behind."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if signum == signal.SIGTERM:
+        raise Terminated()
+    raise KeyboardInterrupt()
 
 
 def default_server_binary() -> str:
@@ -84,6 +90,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
     p.add_argument("--max-query-seconds", type=float, default=DEFAULT_MAX_QUERY_SECONDS)
     p.add_argument("--keep-servers-dir", action="store_true")
+    p.add_argument("--servers-dir", type=Path, default=None, help="parent of server dirs")
     _add_compare_options(p)
 
 
@@ -119,6 +126,7 @@ def _run_options(args: argparse.Namespace) -> object:
         long=args.long,
         max_query_seconds=args.max_query_seconds,
         keep_servers_dir=args.keep_servers_dir,
+        servers_dir=args.servers_dir,
         force=args.force,
     )
 
@@ -153,7 +161,8 @@ COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "lint"
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
     try:
         return COMMANDS[args.command](args)
     except ChperfError as e:

@@ -3,6 +3,7 @@ flushing and reading system.query_log. Test queries go through `runner.executor`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,10 @@ QUERY_LOG_BATCH = 500
 # query_log.type of a finished query: QueryFinish = 2 (a UInt8 on old servers, an Enum8 on
 # new ones; toInt8 reads both).
 QUERY_FINISH = 2
+
+# The driver logs reconnects (after a server restart) as warnings on stderr; chperf records
+# server incidents itself, with context, in errors.tsv.
+logging.getLogger("clickhouse_driver").setLevel(logging.CRITICAL)
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,13 @@ class ControlClient:
     def close(self) -> None:
         self._client.disconnect()
 
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self._client.execute(sql, params)
+    def execute(
+        self,
+        sql: str,
+        params: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._client.execute(sql, params, settings=settings)
         return rows
 
     def version(self) -> str:

@@ -19,8 +19,17 @@ from dataclasses import dataclass
 from runner.serverconfig import LISTEN_HOST
 
 READ_CHUNK = 1 << 20
-# Slack on top of max_execution_time before the client gives up on a silent server.
-CLIENT_TIMEOUT_SLACK_S = 15.0
+# Slack on top of max_execution_time before the client gives up on a silent server: the
+# server checks the limit between blocks, so a query may overrun it by a block's time.
+MIN_CLIENT_TIMEOUT_SLACK_S = 5.0
+MAX_CLIENT_TIMEOUT_SLACK_S = 15.0
+
+
+def client_timeout(max_query_seconds: float) -> float:
+    slack = min(MAX_CLIENT_TIMEOUT_SLACK_S, max(MIN_CLIENT_TIMEOUT_SLACK_S, max_query_seconds))
+    return max_query_seconds + slack
+
+
 _CODE = re.compile(rb"Code: (\d+)")
 
 
@@ -52,7 +61,7 @@ class HttpExecutor:
     def _connect(self) -> http.client.HTTPConnection:
         if self._connection is None:
             self._connection = http.client.HTTPConnection(
-                LISTEN_HOST, self.port, timeout=self.max_query_seconds + CLIENT_TIMEOUT_SLACK_S
+                LISTEN_HOST, self.port, timeout=client_timeout(self.max_query_seconds)
             )
         return self._connection
 

@@ -139,11 +139,11 @@ class Measurer:
         else:
             what = f"{process.describe()} exited with code {process.exit_code()} {where}"
         log = process.log_tail()
+        process.incidents.append(what)
         try:
             process.restart()
         except InfrastructureError as e:
             raise InfrastructureError(f"{what}; restart failed: {e.message}") from e
-        self.pair.side(side).process.restarts = process.restarts
         self.writers.errors.write(
             ErrorRow(test.name, query.index, side, STAGE_SERVER, 0, f"{what}\n{log}")
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -33,10 +34,20 @@ from runner.measure import Measurer, Writers
 from runner.progress import Progress
 from runner.server import ServerSpec
 from runner.servers import ServerPair, started_servers
-from runner.testdef import Location, TestDef, TestDefError, TestQuery, discover, load_test
+from runner.shard import Shard, ShardWeights, select_paths
+from runner.testdef import (
+    Location,
+    Statement,
+    TestDef,
+    TestDefError,
+    TestQuery,
+    discover,
+    load_test,
+)
 
 # Create/fill queries may load a lot of data: they get more time than a measured query.
 SETUP_TIMEOUT_S = 600.0
+SETUP_KINDS = ("create_query", "fill_query")  # run in document order, as written
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,10 @@ class RunOptions:
     long: bool = False
     max_query_seconds: float = 30.0
     keep_servers_dir: bool = False
+    servers_dir: Path | None = None  # where the servers' temporary directories go
     force: bool = False
+    shard: Shard | None = None  # None: every test
+    shard_weights: ShardWeights | None = None
 
     def manifest_options(self) -> dict[str, object]:
         return {
@@ -61,6 +75,8 @@ class RunOptions:
             "runs": self.runs,
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
+            "shard": str(self.shard) if self.shard else None,
+            "shard_weights": self.shard_weights.source if self.shard_weights else None,
         }
 
 
@@ -86,7 +102,16 @@ def prepare_out_dir(out: Path, force: bool) -> None:
                 hint="choose another --out, or pass --force to overwrite it",
             )
         _clear_previous_run(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".chperf-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ChperfError(
+            f"output directory {out} is not writable: {e.strerror}",
+            hint="choose a writable --out",
+        ) from e
     if not os.access(out, os.W_OK | os.X_OK):
         raise ChperfError(f"output directory {out} is not writable")
 
@@ -103,7 +128,10 @@ def load_tests(options: RunOptions) -> LoadedTests:
     tests: list[TestDef] = []
     problems: list[tuple[str, Path, TestDefError]] = []
     seen: dict[str, Path] = {}
-    for path in discover(list(options.tests)):
+    paths = discover(list(options.tests))
+    if options.shard is not None:
+        paths = select_paths(paths, options.shard, options.shard_weights)
+    for path in paths:
         name = path.stem
         if options.test_names and name not in options.test_names:
             continue
@@ -151,6 +179,7 @@ class Run:
             "servers": {},
             "machine": machine_facts(),
             "options": options.manifest_options(),
+            "warnings": [str(w) for t in loaded.tests for w in t.warnings],
         }
         self._start = time.monotonic()
 
@@ -162,6 +191,7 @@ class Run:
                 self.options.reference,
                 self.options.patched,
                 keep_dir=self.options.keep_servers_dir,
+                parent_dir=self.options.servers_dir,
             ) as pair:
                 self.manifest["servers"] = pair.infos()
                 write_manifest(self.options.out, self.manifest)
@@ -215,9 +245,10 @@ class Run:
         if not queries:
             return
         status, reason = "ran", ""
-        drop = test.drop_queries
+        drop = tuple(s for s in test.statements if s.kind == "drop_query")
+        setup = tuple(s for s in test.statements if s.kind in SETUP_KINDS)
         self._on_both(pair, test, drop, stage=None)
-        if self._on_both(pair, test, test.create_queries + test.fill_queries, STAGE_SETUP):
+        if self._on_both(pair, test, setup, STAGE_SETUP):
             for q in queries:
                 progress.start_query(test.name, q.index)
                 measurer.measure(test, q)
@@ -231,7 +262,7 @@ class Run:
         self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
 
     def _on_both(
-        self, pair: ServerPair, test: TestDef, queries: tuple[str, ...], stage: str | None
+        self, pair: ServerPair, test: TestDef, queries: tuple[Statement, ...], stage: str | None
     ) -> bool:
         """Run setup/teardown queries on both servers in parallel; record failures.
 
@@ -252,16 +283,17 @@ class Run:
 
 
 def _run_statements(
-    pair: ServerPair, side: str, test: TestDef, queries: tuple[str, ...], stage: str | None
+    pair: ServerPair, side: str, test: TestDef, queries: tuple[Statement, ...], stage: str | None
 ) -> list[ErrorRow]:
     executor = HttpExecutor(pair.side(side).process.ports.http, SETUP_TIMEOUT_S)
     settings = dict(test.settings)
     try:
-        for number, sql in enumerate(queries):
-            outcome = executor.execute(sql, f"{test.name}.{stage or 'drop'}{number}", settings)
+        for number, statement in enumerate(queries):
+            qid = f"{test.name}.{stage or 'drop'}{number}"
+            outcome = executor.execute(statement.sql, qid, settings)
             if not outcome.ok and stage is not None:
-                where = f"{test.path}: {stage} query {number + 1}"
-                message = f"{where} failed on {side}: {outcome.message}"
+                where = f"{statement.location}: <{statement.kind}>"
+                message = f"{where} failed on the {side} server: {outcome.message}"
                 return [ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message)]
     finally:
         executor.close()
@@ -272,6 +304,11 @@ def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = N
     """Validate everything that can be validated, then run. Raises ChperfError early."""
     prepare_out_dir(options.out, options.force)
     loaded = load_tests(options)
+    for test in loaded.tests:
+        for warning in test.warnings:
+            print(f"chperf: warning: {warning}", file=sys.stderr)
+    for _, _, error in loaded.problems:
+        print(f"chperf: error: {error} (the test is recorded as an error)", file=sys.stderr)
     if on_loaded:
         on_loaded(loaded)
     if not loaded.tests and not loaded.problems:

@@ -52,7 +52,7 @@ class ServerInfo:
     pid: int
     directory: str
     restarts: int = 0
-    deaths: list[str] = field(default_factory=list)
+    incidents: list[str] = field(default_factory=list)  # deaths and hangs, with restarts
 
 
 def server_command(binary: Path, config_file: Path) -> list[str]:
@@ -113,6 +113,7 @@ class ServerProcess:
         self.ports = pick_free_ports()
         self._process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
+        self.incidents: list[str] = []
 
     @property
     def side(self) -> str:
@@ -132,8 +133,11 @@ class ServerProcess:
         self.wait_ready(ready_timeout)
 
     def restart(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
-        """Start again from the same data directory and ports (after a death or a hang)."""
-        self.stop()
+        """Start again from the same data directory and ports (after a death or a hang).
+
+        A server that stopped answering gets SIGKILL: it is not going to shut down cleanly.
+        """
+        self.kill()
         self.restarts += 1
         self._launch()
         self.wait_ready(ready_timeout)
@@ -207,6 +211,14 @@ class ServerProcess:
             if text:
                 parts.append(f"--- {path.name}\n{text}")
         return "\n".join(parts) or "(the server wrote no log)"
+
+    def kill(self) -> None:
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM, then SIGKILL after `timeout`; by PID and process group, never by name."""

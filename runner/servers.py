@@ -49,6 +49,7 @@ class Side:
             pid=p.pid,
             directory=str(p.layout.root),
             restarts=p.restarts,
+            incidents=list(p.incidents),
         )
 
 
@@ -85,6 +86,7 @@ def started_servers(
     patched: ServerSpec,
     *,
     keep_dir: bool = False,
+    parent_dir: Path | None = None,
     ready_timeout: float = READY_TIMEOUT_S,
 ) -> Iterator[ServerPair]:
     """Start both servers in private directories; stop them by PID whatever happens.
@@ -92,7 +94,14 @@ def started_servers(
     A second Ctrl-C while the servers are being stopped is ignored, so cleanup always
     completes; the kernel also kills the servers if chperf itself is killed (PDEATHSIG).
     """
-    root = Path(tempfile.mkdtemp(prefix="chperf-servers-"))  # mode 0700
+    try:
+        root = Path(tempfile.mkdtemp(prefix="chperf-servers-", dir=parent_dir))  # mode 0700
+    except OSError as e:
+        raise InfrastructureError(
+            f"cannot create the servers' directory under {parent_dir or tempfile.gettempdir()}:"
+            f" {e.strerror}",
+            hint="point --servers-dir (or TMPDIR) at a writable directory",
+        ) from e
     processes = [
         ServerProcess(spec, ServerLayout(root / spec.side)) for spec in (reference, patched)
     ]

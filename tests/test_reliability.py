@@ -1,0 +1,224 @@
+"""Failures become recorded, explained outcomes, never orphans (issue 7), on real servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from chperf.artifacts import ERRORS, RUNS, TESTS, read_table
+from tests.conftest import DATA, REPO, process_exists, run_chperf, server_pids
+
+pytestmark = pytest.mark.integration
+LOW_MAX_ROWS = DATA / "overlays" / "low_max_rows"
+
+
+def processes_under(directory: Path) -> list[int]:
+    """PIDs whose command line mentions `directory` (our servers' private parent dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(directory) in cmdline and process_exists(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def start_chperf(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "chperf", "run", *args],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for the run to get there")
+
+
+def run_rows(out: Path) -> int:
+    path = out / "runs.tsv"
+    return len(path.read_text().splitlines()) - 1 if path.exists() else 0
+
+
+def manifest(out: Path) -> dict[str, object]:
+    data = json.loads((out / "run.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def patched_pid(out: Path) -> int:
+    servers = manifest(out).get("servers")
+    assert isinstance(servers, dict) and servers, "servers not started yet"
+    return int(servers["patched"]["pid"])
+
+
+def servers_started(out: Path) -> bool:
+    return (out / "run.json").exists() and bool(manifest(out).get("servers"))
+
+
+def test_patched_server_killed_mid_run_is_restarted_and_recorded(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out, servers_dir = tmp_path / "out", tmp_path / "servers"
+    servers_dir.mkdir()
+    process = start_chperf(
+        ["--tests", str(DATA / "reliability" / "several.xml"), "--runs", "25",
+         "--out", str(out), "--servers-dir", str(servers_dir),
+         "--reference", str(server_binary), "--patched", str(server_binary)]
+    )  # fmt: skip
+    wait_for(lambda: servers_started(out) and run_rows(out) >= 60)
+    first_pid = patched_pid(out)
+    os.kill(first_pid, signal.SIGKILL)
+    measured_before = run_rows(out)
+    _, stderr = process.communicate(timeout=180)
+    assert process.returncode == 1, stderr  # a crashing patch fails the check
+
+    errors = read_table(out, ERRORS).rows
+    deaths = [e for e in errors if e.stage == "server"]
+    assert len(deaths) == 1 and deaths[0].server == "patched"
+    assert f"pid {first_pid}" in deaths[0].message and "exited with code -9" in deaths[0].message
+    runs = read_table(out, RUNS)
+    assert not runs.problems and len(runs.rows) >= measured_before
+    last = max(r.query_index for r in runs.rows)
+    assert {r.server for r in runs.rows if r.query_index == last} == {"reference", "patched"}
+    patched = manifest(out)["servers"]["patched"]  # type: ignore[index]
+    assert patched["restarts"] == 1 and patched["pid"] != first_pid
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "failure"
+    assert not processes_under(servers_dir)
+
+
+def test_server_that_stops_answering_is_restarted_and_the_query_recorded(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out, servers_dir = tmp_path / "out", tmp_path / "servers"
+    servers_dir.mkdir()
+    process = start_chperf(
+        ["--tests", str(DATA / "reliability" / "hang.xml"), "--runs", "40",
+         "--max-query-seconds", "2", "--out", str(out), "--servers-dir", str(servers_dir),
+         "--reference", str(server_binary), "--patched", str(server_binary)]
+    )  # fmt: skip
+    wait_for(lambda: servers_started(out) and run_rows(out) >= 4)
+    os.kill(patched_pid(out), signal.SIGSTOP)  # alive but silent: a hang
+    _, stderr = process.communicate(timeout=180)
+    assert process.returncode == 1, stderr
+    errors = read_table(out, ERRORS).rows
+    hangs = [e for e in errors if e.stage == "server" and e.server == "patched"]
+    assert len(hangs) == 1 and "stopped answering" in hangs[0].message
+    recorded = [e for e in errors if e.stage == "run" and e.server == "patched"]
+    assert recorded and "timed out" in recorded[0].message
+    runs = read_table(out, RUNS).rows
+    assert {r.server for r in runs if r.query_index == 1} == {"reference", "patched"}
+    assert not processes_under(servers_dir)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_stops_servers_and_keeps_consistent_artifacts(
+    tmp_path: Path, server_binary: Path, sig: signal.Signals, code: int
+) -> None:
+    out, servers_dir = tmp_path / "out", tmp_path / "servers"
+    servers_dir.mkdir()
+    process = start_chperf(
+        ["--tests", str(DATA / "reliability" / "several.xml"), "--runs", "500",
+         "--out", str(out), "--servers-dir", str(servers_dir),
+         "--reference", str(server_binary), "--patched", str(server_binary)]
+    )  # fmt: skip
+    wait_for(lambda: servers_started(out) and run_rows(out) >= 10)
+    process.send_signal(sig)
+    if sig == signal.SIGINT:
+        time.sleep(0.05)
+        process.send_signal(sig)  # an impatient second Ctrl-C
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == code, stderr
+    assert manifest(out)["status"] == "interrupted"
+    runs = read_table(out, RUNS)
+    assert not runs.problems and len(runs.rows) >= 10
+    assert not processes_under(servers_dir)
+    assert list(servers_dir.iterdir()) == []  # temporary directories removed
+
+
+@pytest.mark.parametrize(
+    "setup",
+    ["missing binary", "binary not executable", "servers dir not writable"],
+)
+def test_server_that_cannot_start_is_an_infrastructure_failure(
+    tmp_path: Path, server_binary: Path, setup: str
+) -> None:
+    binary, servers_dir = server_binary, tmp_path / "servers"
+    servers_dir.mkdir()
+    if setup == "missing binary":
+        binary = tmp_path / "no-such-clickhouse"
+    elif setup == "binary not executable":
+        binary = tmp_path / "clickhouse"
+        binary.write_text("not a program")
+    else:
+        servers_dir = Path("/proc/chperf-cannot-write-here")
+    result = run_chperf(
+        ["run", "--tests", str(DATA / "reliability" / "several.xml"), "--out",
+         str(tmp_path / "out"), "--servers-dir", str(servers_dir),
+         "--reference", str(server_binary), "--patched", str(binary)]
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    expected = {"missing binary": "does not exist", "binary not executable": "not executable"}
+    assert expected.get(setup, "cannot create the servers' directory") in result.stderr
+    assert "Traceback" not in result.stderr
+    if servers_dir.exists():
+        assert not processes_under(servers_dir)
+
+
+def test_output_directory_holding_another_run_is_refused_before_servers_start(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.json").write_text('{"schema_version": 1}')
+    result = run_chperf(["run", "--tests", str(DATA / "reliability"), "--out", str(out)])
+    assert result.returncode == 2
+    assert "already holds a run" in result.stderr and "--force" in result.stderr
+    unwritable = run_chperf(["run", "--out", "/proc/chperf-out"])
+    assert unwritable.returncode == 2 and "/proc/chperf-out" in unwritable.stderr
+    assert "Traceback" not in unwritable.stderr
+
+
+def test_bad_tests_are_recorded_with_file_and_line_while_the_rest_runs(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out = tmp_path / "out"
+    result = run_chperf(
+        ["run", "--tests", str(DATA / "bad_tests"), str(DATA / "bad_tests" / "dup"),
+         "--runs", "3", "--out", str(out), "--patched-config", str(LOW_MAX_ROWS),
+         "--reference", str(server_binary), "--patched", str(server_binary)]
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    errors = {(e.test, e.stage, e.server): e.message for e in read_table(out, ERRORS).rows}
+    bad = DATA / "bad_tests"
+    assert errors[("malformed", "parse", "both")].startswith(f"{bad}/malformed.xml:4:")
+    assert f"{bad}/unknown_placeholder.xml:8:" in errors[("unknown_placeholder", "parse", "both")]
+    assert f"{bad}/empty_values.xml:5:" in errors[("empty_values", "parse", "both")]
+    assert "duplicate test name 'good'" in errors[("good", "parse", "both")]
+    setup = errors[("setup_fails_on_patched", "setup", "patched")]
+    assert f"{bad}/setup_fails_on_patched.xml:5: <fill_query>" in setup
+    assert ("setup_fails_on_patched", "setup", "reference") not in errors
+    tests = {t.test: t.status for t in read_table(out, TESTS).rows}
+    assert tests["setup_fails_on_patched"] == "error"
+    runs = read_table(out, RUNS).rows
+    assert {r.server for r in runs if r.test == "good"} == {"reference", "patched"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chperf.artifacts import ERRORS, RUNS, TESTS, read_table
-from tests.conftest import DATA, REPO, process_exists, run_chperf, server_pids
+from tests.conftest import DATA, REPO, process_exists, run_chperf
 
 pytestmark = pytest.mark.integration
 LOW_MAX_ROWS = DATA / "overlays" / "low_max_rows"

@@ -153,10 +153,16 @@ def _keys(inputs: Inputs, tables: _Tables, problems: list[str]) -> list[Key]:
     """Queries in queries.tsv order, then any verdict for a query queries.tsv lacks."""
     keys = [(q.test, q.query_index) for q in inputs.queries]
     extra = [k for k in tables.verdicts if k not in tables.query_text]
-    if extra and inputs.queries:
-        test, index = extra[0]
+    # compare writes one row with query_index -1 for a test without queries (skipped, or
+    # failed before its queries were known): the skipped ones are listed as skipped tests.
+    whole = [k for k in extra if k[1] == artifacts.WHOLE_TEST]
+    extra = [k for k in extra if k[1] != artifacts.WHOLE_TEST]
+    extra += [k for k in whole if tables.verdicts[k].verdict != "skipped"]
+    mixed = [k for k in extra if k[1] != artifacts.WHOLE_TEST]
+    if mixed and inputs.queries:
+        test, index = mixed[0]
         problems.append(
-            f"{len(extra)} verdicts for queries not in queries.tsv (first: {test} query {index}): "
+            f"{len(mixed)} verdicts for queries not in queries.tsv (first: {test} query {index}): "
             "were the artifacts of two runs mixed?"
         )
     uncompared = [k for k in keys if k not in tables.verdicts]
@@ -173,7 +179,10 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
     test, index = key
     row = tables.verdicts.get(key)
     verdict = row.verdict if row is not None else NOT_COMPARED
-    text = tables.query_text.get(key, "(not in queries.tsv)")
+    if index == artifacts.WHOLE_TEST:
+        text = "(the whole test)"
+    else:
+        text = tables.query_text.get(key, "(not in queries.tsv)")
     reference = row.reference_median if row else None
     patched = row.patched_median if row else None
     diff = row.diff if row else None
@@ -363,9 +372,12 @@ def _skipped(inputs: Inputs) -> tuple[SkippedView, ...]:
         SkippedView(t.test, "whole test", t.reason) for t in inputs.tests if t.status == "skipped"
     ]
     skipped_tests = {s.test for s in whole}
-    queries = [
-        SkippedView(v.test, f"query {v.query_index}", v.reason)
-        for v in inputs.verdicts
-        if v.verdict == "skipped" and v.test not in skipped_tests
-    ]
-    return tuple(whole + queries)
+    for v in inputs.verdicts:
+        if v.verdict != "skipped" or v.test in skipped_tests:
+            continue
+        if v.query_index == artifacts.WHOLE_TEST:
+            whole.append(SkippedView(v.test, "whole test", v.reason))
+            skipped_tests.add(v.test)
+        else:
+            whole.append(SkippedView(v.test, f"query {v.query_index}", v.reason))
+    return tuple(whole)

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from chperf import cli_scaleout
 from chperf.errors import ChperfError, ExitCode
+from compare.compare import CompareOptions, compare_directory
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUNS = 15
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint = commands.add_parser("lint", help="check test files for designed-in instability")
     lint.add_argument("paths", type=Path, nargs="*", default=[])
     lint.add_argument("--measure", action="store_true", help="also measure on the server")
+    cli_scaleout.add_parsers(commands)
     return parser
 
 
@@ -91,6 +94,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-query-seconds", type=float, default=DEFAULT_MAX_QUERY_SECONDS)
     p.add_argument("--keep-servers-dir", action="store_true")
     p.add_argument("--servers-dir", type=Path, default=None, help="parent of server dirs")
+    p.add_argument("--shard", type=cli_scaleout.shard_arg, default=None, help="K/N: run shard K")
+    p.add_argument("--shard-weights", type=Path, default=None, help="tests.tsv of a past run")
     _add_compare_options(p)
 
 
@@ -128,6 +133,8 @@ def _run_options(args: argparse.Namespace) -> object:
         keep_servers_dir=args.keep_servers_dir,
         servers_dir=args.servers_dir,
         force=args.force,
+        shard=args.shard,
+        shard_weights=cli_scaleout.shard_weights(args.shard, args.shard_weights),
     )
 
 
@@ -138,15 +145,52 @@ def cmd_run(args: argparse.Namespace) -> int:
     assert isinstance(options, RunOptions)
     run(options)
     print(f"chperf: artifacts in {options.out}", file=sys.stderr)
-    return int(ExitCode.OK)
+    return analyze(options.out, _compare_options(args))
+
+
+def _compare_options(args: argparse.Namespace) -> CompareOptions:
+    defaults = CompareOptions()
+    return CompareOptions(
+        min_effect=defaults.min_effect if args.min_effect is None else args.min_effect,
+        unstable_threshold=(
+            defaults.unstable_threshold
+            if args.unstable_threshold is None
+            else args.unstable_threshold
+        ),
+        fail_on_unstable=args.fail_on_unstable,
+    )
+
+
+def analyze(out: Path, options: CompareOptions) -> int:
+    """compare, then report: the exit code is the check's; a report failure is exit 3."""
+    result = compare_directory(out, options)
+    print(f"chperf: {result.status}: {result.message}", file=sys.stderr)
+    for failure in result.failures[:20]:
+        print(f"chperf:   {failure}", file=sys.stderr)
+    report = _report(out)
+    return int(result.exit_code) if report == ExitCode.OK else int(report)
+
+
+def _report(out: Path) -> ExitCode:
+    from chperf.report import render_report
+
+    rendered = render_report(out)
+    for problem in rendered.problems:
+        print(f"chperf: report: {problem}", file=sys.stderr)
+    print(f"chperf: report in {rendered.path}", file=sys.stderr)
+    return ExitCode.OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    raise ChperfError("chperf compare is not built yet")
+    result = compare_directory(args.out, _compare_options(args))
+    print(f"chperf: {result.status}: {result.message}", file=sys.stderr)
+    for failure in result.failures[:20]:
+        print(f"chperf:   {failure}", file=sys.stderr)
+    return int(result.exit_code)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    raise ChperfError("chperf report is not built yet")
+    return int(_report(args.out))
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -156,6 +200,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "lint": cmd_lint}
+COMMANDS.update(cli_scaleout.COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,6 +31,9 @@ from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label
 from runner.servers import ServerPair
 from runner.testdef import TestDef, TestQuery
 
+QUERY_LOG_ATTEMPTS = 10
+QUERY_LOG_RETRY_S = 0.2
+
 
 class Writers:
     """One incremental writer per artifact table."""
@@ -155,18 +158,35 @@ class Measurer:
             wanted = self.measured.by_side[side]
             if not wanted:
                 continue
-            server = self.pair.side(side)
             try:
-                server.control.flush_logs()
-                entries = server.control.query_log(sorted(wanted), server.capabilities)
+                entries = self._read_query_log(side, sorted(wanted))
             except Exception as e:  # a driver or network error: record it, keep the runs
+                entries = []
                 self.writers.errors.write(
                     ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, f"reading query_log: {e}")
                 )
-                wanted.clear()
-                continue
             self._write_query_log(test, side, wanted, entries)
+            missing = len(wanted) - len({e.query_id for e in entries})
+            if missing and entries:
+                message = f"{missing} of {len(wanted)} runs have no query_log row"
+                self.writers.errors.write(ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, message))
             wanted.clear()
+
+    def _read_query_log(self, side: str, query_ids: list[str]) -> list[QueryLogEntry]:
+        """A server logs a query a moment after its last byte reached the client, so rows of
+        the last runs may be missing from the first flush: flush again for those."""
+        server = self.pair.side(side)
+        found: dict[str, QueryLogEntry] = {}
+        for attempt in range(QUERY_LOG_ATTEMPTS):
+            if attempt:
+                time.sleep(QUERY_LOG_RETRY_S)
+            server.control.flush_logs()
+            missing = [q for q in query_ids if q not in found]
+            for entry in server.control.query_log(missing, server.capabilities):
+                found[entry.query_id] = entry
+            if len(found) == len(query_ids):
+                break
+        return list(found.values())
 
     def _write_query_log(
         self,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from chperf import artifacts
 from chperf.artifacts import (
     ERRORS,
     PROFILE_EVENTS,
@@ -22,9 +23,6 @@ from chperf.artifacts import (
     RunRow,
     write_manifest,
     write_table,
-)
-from chperf.artifacts import (
-    TestRow as TestsTableRow,
 )
 from chperf.errors import ChperfError, ExitCode
 from compare import CompareOptions, CompareResult, compare_directory
@@ -59,7 +57,7 @@ def write_artifacts(out: Path, series: Series, errors: Sequence[ErrorRow] = ()) 
     write_table(out, QUERY_LOG, [])
     write_table(out, PROFILE_EVENTS, [])
     write_table(out, ERRORS, errors)
-    write_table(out, TESTS, [TestsTableRow("t", "t.xml", "ran", "", 1.0)])
+    write_table(out, TESTS, [artifacts.TestRow("t", "t.xml", "ran", "", 1.0)])
     return out
 
 

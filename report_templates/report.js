@@ -57,12 +57,14 @@
     if (!table || !text || !verdict || !count) return;
     var rows = Array.prototype.slice.call(table.tBodies[0].rows);
     var haystacks = rows.map(function (row) { return row.textContent.toLowerCase(); });
+    var verdictColumn = table.querySelector("th[data-key=verdict]").cellIndex;
+    var verdicts = rows.map(function (row) { return row.cells[verdictColumn].textContent.trim(); });
     function apply() {
       var needle = text.value.trim().toLowerCase();
       var wanted = verdict.value;
       var shown = 0;
       rows.forEach(function (row, i) {
-        var visible = (!wanted || row.getAttribute("data-verdict") === wanted) &&
+        var visible = (!wanted || verdicts[i] === wanted) &&
           (!needle || haystacks[i].indexOf(needle) !== -1);
         row.hidden = !visible;
         if (visible) shown++;

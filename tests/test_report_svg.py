@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -26,13 +27,22 @@ def test_run_plot_has_one_point_per_run_and_a_median_line_per_side() -> None:
     )
     assert plot is not None
     root = _parse(plot)
-    circles = root.findall(f"{SVG}circle")
-    assert [c.get("class") for c in circles] == ["reference"] * 3 + ["patched"] * 3
+    dots = {p.get("class"): p.get("d", "") for p in root.findall(f"{SVG}path")}
+    assert set(dots) == {"axis", "runs reference", "runs patched"}
+    reference = _points(dots["runs reference"])
+    patched = _points(dots["runs patched"])
+    assert len(reference) == 3 and len(patched) == 3
     assert len(root.findall(f"{SVG}line")) == 2
     assert root.get("aria-label") == "run times of <b>x</b> query 0"  # escaped, read back
-    # a slower run sits higher (smaller y) than a faster one
-    ys = [float(c.get("cy", "0")) for c in circles]
-    assert ys[3] < ys[0]
+    # a slower run sits higher (smaller y) than a faster one; runs go left to right
+    assert patched[0][1] < reference[0][1]
+    assert [x for x, _ in reference] == sorted(x for x, _ in reference)
+
+
+def _points(path: str) -> list[tuple[float, float]]:
+    """The dots of a run series: 'M x y h0' per run."""
+    found = re.findall(r"M([0-9.]+) ([0-9.]+)h0", path)
+    return [(float(x), float(y)) for x, y in found]
 
 
 def test_run_plot_of_no_runs_is_none_and_equal_times_do_not_divide_by_zero() -> None:

@@ -83,7 +83,6 @@ class QueryView:
     test: str
     query_index: int
     query: str
-    query_short: str  # first characters, for collapsed rows
     verdict: str
     reason: str
     reference: str

@@ -298,7 +298,8 @@ def large_specs(queries: int, *, per_test: int = 20, seed: int = 1) -> list[Quer
 def write_large_run(out: Path, queries: int, *, runs: int = 15, seed: int = 1) -> None:
     specs = large_specs(queries, seed=seed)
     metrics: list[list[object]] = []
-    events = [f"Event{n:02d}" for n in range(40)]
+    # ProfileEvents names are about this long (OSReadChars, RealTimeMicroseconds, ...).
+    events = [f"SyntheticProfileEvent{n:02d}" for n in range(40)]
     for q in specs:
         if q.verdict in ("slower", "faster", "unstable") and q.reference and q.patched:
             diff = (q.patched - q.reference) / q.reference

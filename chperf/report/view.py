@@ -38,10 +38,10 @@ NOT_COMPARED = "not compared"  # a query in queries.tsv without a row in verdict
 CLIENT_OVERHEAD_LIMIT = 0.20
 # METHOD §7: below ~10 ms per run, client overhead and scheduling dominate the measurement.
 SHORT_QUERY_SECONDS = 0.010
-# Metrics per query shown in full when insignificant ones fill the table up to this size;
-# significant ones are always all shown. The rest is in metrics.tsv.
+# Metrics shown per query: the largest significant changes first, then the largest others;
+# a reader looks at the top few, and with hundreds of changed queries a longer table would
+# make the report too heavy to open. metrics.tsv has them all; the table says how many more.
 METRICS_SHOWN = 10
-QUERY_SHORT_CHARS = 80
 # Error messages (with server stack traces) are cut here; errors.tsv has them whole.
 MAX_ERROR_CHARS = 2000
 MAX_FAILURES_PER_QUERY = 4
@@ -196,7 +196,6 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         test=test,
         query_index=index,
         query=text,
-        query_short=display.shorten(text, QUERY_SHORT_CHARS),
         verdict=verdict,
         reason=row.reason if row else "no row in verdicts.tsv",
         reference=display.duration(reference),
@@ -271,8 +270,7 @@ def _metrics(rows: Iterable[MetricRow]) -> tuple[tuple[MetricView, ...], int]:
         return abs(m.diff) if m.diff is not None and math.isfinite(m.diff) else -1.0
 
     ordered = sorted(rows, key=lambda m: (not significant(m), -size(m), m.metric))
-    shown = [m for m in ordered if significant(m)]
-    shown += [m for m in ordered if not significant(m)][: max(0, METRICS_SHOWN - len(shown))]
+    shown = ordered[:METRICS_SHOWN]
     views = tuple(
         MetricView(
             metric=m.metric,

@@ -5,7 +5,9 @@ TSV files use ClickHouse's TabSeparatedWithNames escaping (backslash escapes for
 newline and backslash; ``\\N`` for NULL) so chDB can read them directly.
 
 Format history (bump ``SCHEMA_VERSION`` on incompatible changes):
-  1 — first version: queries, runs, query_log, profile_events, errors, tests tables.
+  1 — first version: queries, runs, query_log, profile_events, errors, tests tables;
+      stops.tsv (why each query's measurement ended) added compatibly: readers treat a
+      missing stops.tsv as "not recorded".
 """
 
 from __future__ import annotations
@@ -100,8 +102,18 @@ class TestRow:
     wall_time: float  # seconds spent on the test, setup and teardown included
 
 
-Row = QueryRow | RunRow | QueryLogRow | ProfileEventRow | ErrorRow | TestRow
-R = TypeVar("R", QueryRow, RunRow, QueryLogRow, ProfileEventRow, ErrorRow, TestRow)
+@dataclass(frozen=True)
+class StopRow:
+    """Why the measurement of a query ended (adaptive mode; fixed mode: "fixed N runs")."""
+
+    test: str
+    query_index: int
+    runs: int  # measured runs per side when it stopped
+    reason: str
+
+
+Row = QueryRow | RunRow | QueryLogRow | ProfileEventRow | ErrorRow | TestRow | StopRow
+R = TypeVar("R", QueryRow, RunRow, QueryLogRow, ProfileEventRow, ErrorRow, TestRow, StopRow)
 
 
 @dataclass(frozen=True)
@@ -131,7 +143,16 @@ QUERY_LOG = Table("query_log.tsv", QueryLogRow)
 PROFILE_EVENTS = Table("profile_events.tsv", ProfileEventRow)
 ERRORS = Table("errors.tsv", ErrorRow)
 TESTS = Table("tests.tsv", TestRow)
-ALL_TABLES: tuple[Table[Any], ...] = (QUERIES, RUNS, QUERY_LOG, PROFILE_EVENTS, ERRORS, TESTS)
+STOPS = Table("stops.tsv", StopRow)
+ALL_TABLES: tuple[Table[Any], ...] = (
+    QUERIES,
+    RUNS,
+    QUERY_LOG,
+    PROFILE_EVENTS,
+    ERRORS,
+    TESTS,
+    STOPS,
+)
 
 
 # --- escaping -----------------------------------------------------------------------------

@@ -14,9 +14,12 @@ from types import FrameType
 from chperf import cli_scaleout
 from chperf.errors import ChperfError, ExitCode
 from compare.compare import CompareOptions, compare_directory
+from compare.verdict import Thresholds
+from runner.profiler import ProfileOptions
+from runner.stopping import StopRule
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RUNS = 15
+FIXED_RUNS_DEFAULT = 15  # unused in adaptive mode; the fixed mode's conventional count
 DEFAULT_MAX_QUERY_SECONDS = 30.0
 
 
@@ -87,7 +90,19 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", type=Path, nargs="+", default=None, help="files or directories")
     p.add_argument("--test", action="append", default=[], help="run only this test")
     p.add_argument("--query-index", type=int, action="append", default=[])
-    p.add_argument("--runs", type=_positive_int, default=DEFAULT_RUNS)
+    p.add_argument(
+        "--runs",
+        type=_positive_int,
+        default=None,
+        help="fixed number of measured runs per side (default: adaptive run counts)",
+    )
+    p.add_argument("--min-runs", type=_positive_int, default=None, help="adaptive: minimum")
+    p.add_argument("--max-runs", type=_positive_int, default=None, help="adaptive: maximum")
+    profile = p.add_mutually_exclusive_group()
+    profile.add_argument("--profile-all", action="store_true", help="profile every query")
+    profile.add_argument("--no-profile", action="store_true", help="no profile runs")
+    p.add_argument("--profile-seconds", type=float, default=ProfileOptions.seconds)
+    p.add_argument("--profile-budget", type=float, default=ProfileOptions.budget_seconds)
     p.add_argument("--long", action="store_true", help="also run tests tagged long")
     p.add_argument("--out", type=Path, default=Path("chperf-out"))
     p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
@@ -120,6 +135,7 @@ def _run_options(args: argparse.Namespace) -> object:
         from runner.serverconfig import validate_overlay
 
         validate_overlay(overlay)
+    compare = _compare_options(args)
     return RunOptions(
         reference=ServerSpec("reference", reference, tuple(args.reference_config)),
         patched=ServerSpec("patched", patched, tuple(args.patched_config)),
@@ -127,7 +143,14 @@ def _run_options(args: argparse.Namespace) -> object:
         out=args.out,
         test_names=frozenset(args.test),
         query_indices=frozenset(args.query_index),
-        runs=args.runs,
+        runs=args.runs or FIXED_RUNS_DEFAULT,
+        stop_rule=None if args.runs else _stop_rule(args, compare),
+        profile=ProfileOptions(
+            mode="none" if args.no_profile else "all" if args.profile_all else "changed",
+            seconds=args.profile_seconds,
+            budget_seconds=args.profile_budget,
+        ),
+        thresholds=Thresholds(compare.min_effect, compare.unstable_threshold),
         long=args.long,
         max_query_seconds=args.max_query_seconds,
         keep_servers_dir=args.keep_servers_dir,
@@ -136,6 +159,19 @@ def _run_options(args: argparse.Namespace) -> object:
         shard=args.shard,
         shard_weights=cli_scaleout.shard_weights(args.shard, args.shard_weights),
     )
+
+
+def _stop_rule(args: argparse.Namespace, compare: CompareOptions) -> StopRule:
+    defaults = StopRule()
+    rule = StopRule(
+        min_runs=args.min_runs or defaults.min_runs,
+        max_runs=args.max_runs or defaults.max_runs,
+        target=compare.min_effect,
+        min_effect=compare.min_effect,
+    )
+    if rule.min_runs > rule.max_runs:
+        raise ChperfError(f"--min-runs {rule.min_runs} is above --max-runs {rule.max_runs}")
+    return rule
 
 
 def cmd_run(args: argparse.Namespace) -> int:

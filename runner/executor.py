@@ -39,6 +39,7 @@ class QueryOutcome:
     error_code: int = 0  # ClickHouse error code; 0 when the query succeeded
     message: str = ""
     server_gone: bool = False  # refused, reset or timed out: the server may be dead or hung
+    stale: bool = False  # failed before the server could have read the query
 
     @property
     def ok(self) -> bool:
@@ -73,17 +74,32 @@ class HttpExecutor:
         }
         target = "/?" + urllib.parse.urlencode(params)
         body = sql.encode("utf-8")
+        reused = self._connection is not None
+        outcome = self._attempt(target, body)
+        if outcome.server_gone and reused and outcome.stale:
+            # The server closed an idle keep-alive connection before it saw this query:
+            # the query never ran, so sending it again on a new connection is safe.
+            outcome = self._attempt(target, body)
+        return outcome
+
+    def _attempt(self, target: str, body: bytes) -> QueryOutcome:
         connection = self._connect()
         start = time.perf_counter()
+        sent = False
         try:
             connection.request("POST", target, body=body)
+            sent = True
             response = connection.getresponse()
             tail = _drain(response)
             elapsed = time.perf_counter() - start
         except (OSError, http.client.HTTPException) as e:
             self.close()
+            stale = not sent or isinstance(e, http.client.RemoteDisconnected)
             return QueryOutcome(
-                time.perf_counter() - start, message=f"{type(e).__name__}: {e}", server_gone=True
+                time.perf_counter() - start,
+                message=f"{type(e).__name__}: {e}",
+                server_gone=True,
+                stale=stale,
             )
         if response.status != 200:
             return _error_outcome(elapsed, tail, response)

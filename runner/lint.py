@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,13 +260,115 @@ def _readable(path: Path) -> bool:
         return False
 
 
+# --measure: an A/A run of the installed server against itself, with the CI defaults.
+MEDIAN_FLOOR_S = 0.010  # METHOD §7: below ~10 ms client overhead dominates the time
+MEDIAN_CEILING_S = 2.0  # issue 5: slower queries make the suite too slow to run per commit
+AA_THRESHOLD_CEILING = 0.10  # the unstable threshold: T above it cannot see a 10% change
+
+
+@dataclass(frozen=True)
+class MeasuredQuery:
+    test: str
+    query_index: int
+    verdict: str
+    reason: str
+    reference_median: float | None  # seconds
+    threshold: float | None  # T as a fraction of the reference median
+
+
+def measured_problems(
+    measured: Sequence[MeasuredQuery], locations: dict[tuple[str, int], Location]
+) -> list[LintProblem]:
+    """Pure part of --measure: judge A/A results against the limits above."""
+    problems: list[LintProblem] = []
+    for m in measured:
+        where = locations.get((m.test, m.query_index))
+        if where is None:
+            continue
+        problems += _judge_measured(m, where)
+    return problems
+
+
+def _judge_measured(m: MeasuredQuery, where: Location) -> Iterable[LintProblem]:
+    name = f"query {m.query_index}"
+    if m.reference_median is None or m.threshold is None:
+        yield LintProblem(
+            where, f"{name} was not measured: {m.reason}", "make it run on the installed server"
+        )
+        return
+    median_ms = m.reference_median * 1000
+    if m.reference_median < MEDIAN_FLOOR_S:
+        yield LintProblem(
+            where,
+            f"{name} runs {median_ms:.1f} ms, below the {MEDIAN_FLOOR_S * 1000:.0f} ms floor: "
+            "client overhead dominates",
+            "make it heavier (more rows, or a costlier expression)",
+        )
+    if m.reference_median > MEDIAN_CEILING_S:
+        yield LintProblem(
+            where,
+            f"{name} runs {median_ms:.0f} ms, above the {MEDIAN_CEILING_S:.0f} s ceiling",
+            "make it lighter (fewer rows)",
+        )
+    if m.threshold > AA_THRESHOLD_CEILING:
+        yield LintProblem(
+            where,
+            f"{name} is unstable against itself: A/A threshold T {m.threshold:.1%} is above "
+            f"{AA_THRESHOLD_CEILING:.0%}",
+            "remove sources of noise (tiny or huge runtimes, memory-bound work, "
+            "nondeterministic data) or make the query heavier",
+        )
+
+
+def _read_verdicts(out: Path) -> list[MeasuredQuery]:
+    from chperf.artifacts import unescape
+
+    lines = (out / "verdicts.tsv").read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    measured = []
+    for line in lines[1:]:
+        row = dict(zip(header, line.split("\t"), strict=True))
+        measured.append(
+            MeasuredQuery(
+                test=row["test"],
+                query_index=int(row["query_index"]),
+                verdict=row["verdict"],
+                reason=unescape(row["reason"]),
+                reference_median=_float_or_none(row["reference_median"]),
+                threshold=_float_or_none(row["threshold"]),
+            )
+        )
+    return measured
+
+
+def _float_or_none(text: str) -> float | None:
+    return None if text == "\\N" else float(text)
+
+
 def measure_problems(paths: Sequence[Path]) -> list[LintProblem]:
-    """The --measure checks (median outside 10 ms - 2 s, A/A threshold above 10%)."""
-    raise ChperfError(
-        "chperf lint --measure is not available yet",
-        hint="run the static checks without --measure",
-        exit_code=ExitCode.BAD_INPUT,
-    )
+    """Run the tests A/A on the installed server (the runner's defaults) and judge them."""
+    # Imported here: the static checks must not need the runner, servers or chDB.
+    from chperf.cli import default_server_binary
+    from compare.compare import CompareOptions, compare_directory
+    from runner.profiler import ProfileOptions
+    from runner.run import RunOptions, run
+    from runner.server import ServerSpec
+
+    binary = Path(default_server_binary())
+    tests = [load_test(p) for p in discover(paths)]
+    locations = {(t.name, q.index): q.location for t in tests for q in t.queries}
+    with tempfile.TemporaryDirectory(prefix="chperf-lint-") as tmp:
+        out = Path(tmp) / "out"
+        options = RunOptions(
+            reference=ServerSpec("reference", binary),
+            patched=ServerSpec("patched", binary),
+            tests=tuple(paths),
+            out=out,
+            profile=ProfileOptions(mode="none"),
+        )
+        run(options)
+        compare_directory(out, CompareOptions())
+        return measured_problems(_read_verdicts(out), locations)
 
 
 def lint_main(paths: list[Path], measure: bool) -> int:

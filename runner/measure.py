@@ -8,27 +8,34 @@ from pathlib import Path
 
 from chperf.artifacts import (
     ERRORS,
+    PATCHED,
     PROFILE_EVENTS,
     QUERIES,
     QUERY_LOG,
+    REFERENCE,
     RUNS,
     SIDES,
     STAGE_PREWARM,
     STAGE_QUERY_LOG,
     STAGE_RUN,
     STAGE_SERVER,
+    STOPS,
     TESTS,
     ErrorRow,
     ProfileEventRow,
     QueryLogRow,
     RunRow,
+    StopRow,
     TableWriter,
 )
 from chperf.errors import InfrastructureError
+from compare.randomization import Samples
 from runner.control import QueryLogEntry
 from runner.executor import HttpExecutor, QueryOutcome
+from runner.interim import InterimJudge
 from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label
 from runner.servers import ServerPair
+from runner.stopping import StopDecision, StopRule, should_stop
 from runner.testdef import TestDef, TestQuery
 
 QUERY_LOG_ATTEMPTS = 10
@@ -45,6 +52,7 @@ class Writers:
         self.profile_events = TableWriter(out, PROFILE_EVENTS)
         self.errors = TableWriter(out, ERRORS)
         self.tests = TableWriter(out, TESTS)
+        self.stops = TableWriter(out, STOPS)
 
     def close(self) -> None:
         for writer in (
@@ -54,6 +62,7 @@ class Writers:
             self.profile_events,
             self.errors,
             self.tests,
+            self.stops,
         ):
             writer.close()
 
@@ -69,7 +78,13 @@ class _Measured:
 
 class Measurer:
     def __init__(
-        self, pair: ServerPair, writers: Writers, runs: int, max_query_seconds: float
+        self,
+        pair: ServerPair,
+        writers: Writers,
+        runs: int,
+        max_query_seconds: float,
+        stop_rule: StopRule | None = None,
+        judge: InterimJudge | None = None,
     ) -> None:
         self.pair = pair
         self.writers = writers
@@ -81,6 +96,10 @@ class Measurer:
         self.measured = _Measured()
         # Wall time of the measured (ABBA) runs alone, for the harness-efficiency benchmark.
         self.run_seconds = 0.0
+        # Client times of the current test's queries, for interim verdicts (profiling).
+        self.samples: dict[int, dict[str, list[float]]] = {}
+        self.stop_rule = stop_rule
+        self.judge = judge
 
     def close(self) -> None:
         for executor in self.executors.values():
@@ -93,8 +112,11 @@ class Measurer:
             for side in SIDES
             if self._execute(test, query, side, PREWARM_LABEL, settings, STAGE_PREWARM) is not None
         ]
+        times: dict[str, list[float]] = {side: [] for side in SIDES}
+        self.samples[query.index] = times
         start = time.perf_counter()
-        for run in range(self.runs if sides else 0):
+        reason = "failed on both sides" if not sides else f"fixed {self.runs} runs"
+        for run in range(self.max_runs if sides else 0):
             for slot in abba_pair(run, sides):
                 outcome = self._execute(test, query, slot.side, run_label(run), settings, STAGE_RUN)
                 if outcome is None:
@@ -106,7 +128,30 @@ class Measurer:
                     RunRow(test.name, query.index, slot.side, run, qid, outcome.elapsed)
                 )
                 self.measured.by_side[slot.side][qid] = (query.index, run)
+                times[slot.side].append(outcome.elapsed)
+            if not sides:
+                break
+            decision = self._stop_decision(run + 1, times)
+            if decision is not None and decision.stop:
+                reason = decision.reason
+                break
         self.run_seconds += time.perf_counter() - start
+        completed = min(len(t) for t in times.values()) if all(times.values()) else 0
+        self.writers.stops.write(StopRow(test.name, query.index, completed, reason))
+
+    @property
+    def max_runs(self) -> int:
+        return self.stop_rule.max_runs if self.stop_rule else self.runs
+
+    def _stop_decision(self, runs: int, times: dict[str, list[float]]) -> StopDecision | None:
+        """Adaptive mode only; with one side left there is nothing to compare: run on."""
+        if self.stop_rule is None or self.judge is None:
+            return None
+        spent = sum(sum(t) for t in times.values())
+        stats = None
+        if runs >= self.stop_rule.min_runs and all(times.values()):
+            stats = self.judge.stats(Samples(tuple(times[REFERENCE]), tuple(times[PATCHED])))
+        return should_stop(self.stop_rule, runs, spent, stats)
 
     def _execute(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -17,6 +18,8 @@ from chperf import __version__
 from chperf.artifacts import (
     BOTH,
     MANIFEST,
+    PATCHED,
+    REFERENCE,
     SIDES,
     STAGE_PARSE,
     STAGE_SETUP,
@@ -28,13 +31,18 @@ from chperf.artifacts import (
     write_manifest,
 )
 from chperf.errors import ChperfError
+from compare.randomization import Samples
+from compare.verdict import Thresholds, Verdict
 from runner.executor import HttpExecutor
+from runner.interim import InterimJudge
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers
+from runner.profiler import ProfileOptions, Profiler
 from runner.progress import Progress
 from runner.server import ServerSpec
 from runner.servers import ServerPair, started_servers
 from runner.shard import Shard, ShardWeights, select_paths
+from runner.stopping import StopRule
 from runner.testdef import (
     Location,
     Statement,
@@ -48,6 +56,8 @@ from runner.testdef import (
 # Create/fill queries may load a lot of data: they get more time than a measured query.
 SETUP_TIMEOUT_S = 600.0
 SETUP_KINDS = ("create_query", "fill_query")  # run in document order, as written
+# Interim verdicts that get profile runs by default: what a developer will want explained.
+PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE})
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,9 @@ class RunOptions:
     runs: int = 15
     long: bool = False
     max_query_seconds: float = 30.0
+    stop_rule: StopRule | None = None  # adaptive run counts; None: exactly `runs` runs
+    profile: ProfileOptions = dataclasses.field(default_factory=ProfileOptions)
+    thresholds: Thresholds = dataclasses.field(default_factory=Thresholds)
     keep_servers_dir: bool = False
     servers_dir: Path | None = None  # where the servers' temporary directories go
     force: bool = False
@@ -75,6 +88,10 @@ class RunOptions:
             "runs": self.runs,
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
+            "adaptive": dataclasses.asdict(self.stop_rule) if self.stop_rule else None,
+            "profile": dataclasses.asdict(self.profile),
+            "min_effect": self.thresholds.min_effect,
+            "unstable_threshold": self.thresholds.unstable_threshold,
             "shard": str(self.shard) if self.shard else None,
             "shard_weights": self.shard_weights.source if self.shard_weights else None,
         }
@@ -220,18 +237,53 @@ class Run:
             if self.options.long or not t.is_long
         )
         progress = Progress(total_queries=total, runs=self.options.runs)
-        measurer = Measurer(pair, self.writers, self.options.runs, self.options.max_query_seconds)
+        judge = InterimJudge(self.options.thresholds)
+        measurer = Measurer(
+            pair,
+            self.writers,
+            self.options.runs,
+            self.options.max_query_seconds,
+            self.options.stop_rule,
+            judge,
+        )
+        profiler = None
+        if self.options.profile.mode != "none":
+            timeout = self.options.max_query_seconds
+            profiler = Profiler(pair, self.options.out, self.options.profile, timeout)
         try:
             for test in tests:
-                self._run_test(pair, measurer, progress, test)
+                if self._run_test(measurer, progress, test) and profiler is not None:
+                    self._profile(profiler, judge, measurer, test)
+                self._teardown(pair, test)
+                measurer.samples.clear()
         finally:
             self.manifest["measured_runs_seconds"] = round(measurer.run_seconds, 6)
+            if profiler is not None:
+                self.manifest["profiles"] = profiler.records
+                self.manifest["profiling_unavailable"] = profiler.unavailable
+                self.manifest["profile_problems"] = profiler.problems
+            judge.close()
             measurer.close()
             progress.finish()
 
-    def _run_test(
-        self, pair: ServerPair, measurer: Measurer, progress: Progress, test: TestDef
+    def _profile(
+        self, profiler: Profiler, judge: InterimJudge, measurer: Measurer, test: TestDef
     ) -> None:
+        """Profile runs after the test's measured runs, so they cannot disturb them."""
+        samples = {
+            index: Samples(tuple(times[REFERENCE]), tuple(times[PATCHED]))
+            for index, times in measurer.samples.items()
+        }
+        verdicts = judge.verdicts(test, samples)
+        for query in selected_queries(test, self.options):
+            verdict = verdicts.get(query.index)
+            wanted = self.options.profile.mode == "all" or verdict in PROFILED_VERDICTS
+            if verdict is not None and wanted:
+                profiler.profile(test, query)
+
+    def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> bool:
+        """Set up and measure one test; True when its queries were measured."""
+        pair = measurer.pair
         start = time.monotonic()
         queries = selected_queries(test, self.options)
         for q in queries:
@@ -241,14 +293,12 @@ class Run:
         if test.is_long and not self.options.long:
             reason = "tagged long; pass --long to run it"
             self.writers.tests.write(TestRow(test.name, str(test.path), "skipped", reason, 0.0))
-            return
+            return False
         if not queries:
-            return
+            return False
         status, reason = "ran", ""
-        drop = tuple(s for s in test.statements if s.kind == "drop_query")
-        setup = tuple(s for s in test.statements if s.kind in SETUP_KINDS)
-        self._on_both(pair, test, drop, stage=None)
-        if self._on_both(pair, test, setup, STAGE_SETUP):
+        self._on_both(pair, test, _statements(test, ("drop_query",)), stage=None)
+        if self._on_both(pair, test, _statements(test, SETUP_KINDS), STAGE_SETUP):
             for q in queries:
                 progress.start_query(test.name, q.index)
                 measurer.measure(test, q)
@@ -257,9 +307,13 @@ class Run:
         else:
             status, reason = "error", "setup failed; see errors.tsv"
             progress.skip_queries(len(queries))
-        self._on_both(pair, test, drop, STAGE_TEARDOWN)
         wall = time.monotonic() - start
         self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
+        return status == "ran"
+
+    def _teardown(self, pair: ServerPair, test: TestDef) -> None:
+        if self.options.long or not test.is_long:
+            self._on_both(pair, test, _statements(test, ("drop_query",)), STAGE_TEARDOWN)
 
     def _on_both(
         self, pair: ServerPair, test: TestDef, queries: tuple[Statement, ...], stage: str | None
@@ -280,6 +334,10 @@ class Run:
         for row in problems:
             self.writers.errors.write(row)
         return not problems
+
+
+def _statements(test: TestDef, kinds: tuple[str, ...]) -> tuple[Statement, ...]:
+    return tuple(s for s in test.statements if s.kind in kinds)
 
 
 def _run_statements(

@@ -19,6 +19,7 @@ LISTEN_HOST = "127.0.0.1"
 # Short flush interval so SYSTEM FLUSH LOGS has little to do and a crash loses little.
 LOG_FLUSH_INTERVAL_MS = 500
 OVERLAY_SUBDIRS = ("config.d", "users.d")
+KEEP_ALIVE_TIMEOUT_S = 3600
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ def render_config(layout: ServerLayout, ports: Ports) -> str:
     <default_database>default</default_database>
     <mark_cache_size>5368709120</mark_cache_size>
     <max_concurrent_queries>100</max_concurrent_queries>
+    <!-- chperf keeps one HTTP connection per server; setup and profiling can leave it idle
+         for minutes, and the 3 s default would close it under us. -->
+    <keep_alive_timeout>{KEEP_ALIVE_TIMEOUT_S}</keep_alive_timeout>
     <query_log>
         <database>system</database>
         <table>query_log</table>

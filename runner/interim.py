@@ -1,0 +1,51 @@
+"""Verdicts while the run goes on, from client times only, with compare's own statistics
+and rules: used to choose which queries get profile runs. The final verdicts always come
+from `chperf compare` over the artifacts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from compare.engine import SqlEngine
+from compare.randomization import Randomization, Samples, SeriesStats
+from compare.verdict import MIN_RUNS, QueryEvidence, Thresholds, Verdict, classify
+from runner.testdef import TestDef
+
+QueryKey = tuple[str, int]
+
+
+class InterimJudge:
+    def __init__(self, thresholds: Thresholds) -> None:
+        self.thresholds = thresholds
+        self._engine = SqlEngine()
+        self._randomization = Randomization(self._engine)
+
+    def close(self) -> None:
+        self._engine.close()
+
+    def stats(self, samples: Samples) -> SeriesStats | None:
+        return self._randomization.statistics({0: samples}).get(0)
+
+    def verdicts(self, test: TestDef, samples: Mapping[int, Samples]) -> dict[int, Verdict]:
+        """Verdicts of the queries of `test` measured on both sides with enough runs."""
+        usable = {
+            index: s
+            for index, s in samples.items()
+            if min(len(s.reference), len(s.patched)) >= MIN_RUNS
+        }
+        stats = self._randomization.statistics(usable)
+        return {
+            index: classify(
+                QueryEvidence(
+                    test=test.name,
+                    query_index=index,
+                    query="",
+                    max_ignored_relative_change=test.max_ignored_relative_change,
+                    runs_reference=s.runs_reference,
+                    runs_patched=s.runs_patched,
+                    stats=s,
+                ),
+                self.thresholds,
+            ).verdict
+            for index, s in stats.items()
+        }

@@ -7,8 +7,16 @@ from pathlib import Path
 import pytest
 
 from chperf.errors import ChperfError
-from runner.lint import _returns_large_result, lint_main, lint_paths, lint_test
-from runner.testdef import parse_test
+from runner.lint import (
+    MeasuredQuery,
+    _returns_large_result,
+    lint_main,
+    lint_paths,
+    lint_test,
+    measure_problems,
+    measured_problems,
+)
+from runner.testdef import Location, parse_test
 
 SUITE = Path(__file__).parent.parent / "perf_tests"
 
@@ -188,3 +196,40 @@ def test_lint_paths_rejects_a_missing_path(tmp_path: Path) -> None:
 
 def test_repository_suite_lints_clean() -> None:
     assert [str(p) for p in lint_paths([SUITE])] == []
+
+
+MEASURED = [
+    (MeasuredQuery("t", 0, "unchanged", "", 0.050, 0.03), []),
+    (MeasuredQuery("t", 0, "unchanged", "", 0.004, 0.03), ["below the 10 ms floor"]),
+    (MeasuredQuery("t", 0, "unchanged", "", 2.5, 0.02), ["above the 2 s ceiling"]),
+    (MeasuredQuery("t", 0, "unstable", "", 0.1, 0.25), ["A/A threshold T 25.0% is above 10%"]),
+    (
+        MeasuredQuery("t", 0, "error", "fails on both: Unknown function f", None, None),
+        ["not measured: fails on both: Unknown function f"],
+    ),
+    (MeasuredQuery("other", 0, "unchanged", "", 0.001, 0.5), []),  # not a linted test
+]
+
+
+@pytest.mark.parametrize(("measured", "messages"), MEASURED)
+def test_measured_problems_apply_the_limits(measured: MeasuredQuery, messages: list[str]) -> None:
+    where = Location(Path("t.xml"), 3)
+    problems = measured_problems([measured], {("t", 0): where})
+    assert len(problems) == len(messages)
+    for problem, message in zip(problems, messages, strict=True):
+        assert message in problem.message
+        assert problem.location == where
+
+
+@pytest.mark.integration
+def test_lint_measure_flags_a_query_too_short_to_measure(tmp_path: Path) -> None:
+    (tmp_path / "short.xml").write_text(
+        "<test>\n"
+        "<query>SELECT count() FROM numbers(10)</query>\n"
+        "<query>SELECT sum(cityHash64(number)) FROM numbers(5000000)</query>\n"
+        "</test>"
+    )
+    problems = measure_problems([tmp_path])
+    on_line = {line: [p.message for p in problems if p.location.line == line] for line in (2, 3)}
+    assert any("below the 10 ms floor" in m for m in on_line[2]), problems
+    assert not any("floor" in m or "ceiling" in m for m in on_line[3]), problems

@@ -85,7 +85,7 @@ class RunOptions:
             "tests": [str(p) for p in self.tests],
             "test_names": sorted(self.test_names),
             "query_indices": sorted(self.query_indices),
-            "runs": self.runs,
+            "runs": self.runs if self.stop_rule is None else "adaptive",
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
             "adaptive": dataclasses.asdict(self.stop_rule) if self.stop_rule else None,

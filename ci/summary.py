@@ -1,0 +1,249 @@
+"""What the CI shows: status.json, summary.md, the job step summary and error annotations.
+
+Reads a run directory after `chperf merge` / `chperf compare`: summary.json (compare's,
+schema 1), run.json and tests.tsv (the test files, for annotations). Writes into it:
+
+  summary.md   markdown for the PR comment and the job summary: a hidden marker (to find the
+               comment again), the status line, the changed queries with ratios, links.
+  status.json  {"schema_version": 1, "status": "success"|"failure"|"error",
+                "exit_code": 0|1|2|3, "description": <= 140 chars (a commit status limit),
+                "counts": {verdict: n}, "changed": n, "report_url": str, "run_url": str}
+
+Fails closed: without a readable summary.json the status is "error", never "success".
+Format history of status.json: 1 -- first version (issue 6).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chperf.artifacts import TESTS, read_table
+from chperf.errors import ExitCode
+from chperf.report.display import duration, percent, ratio, ratio_text
+
+STATUS_SCHEMA_VERSION = 1
+SUMMARY_MD = "summary.md"
+STATUS_JSON = "status.json"
+MARKER = "<!-- chperf:perf-check -->"
+DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
+# Rows of the changed-queries table: a comment people read, the report has them all.
+MAX_ROWS = 30
+# The order of the table: what needs attention first.
+LISTED_VERDICTS = ("slower", "partial", "error", "faster")
+FAILING_VERDICTS = ("slower",)  # annotated as errors on the test file
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    report_url: str = ""
+    run_url: str = ""
+    exit_code: int = 0  # of the command that produced the artifacts (merge or run)
+
+
+@dataclass(frozen=True)
+class QueryLine:
+    test: str
+    query_index: int
+    verdict: str
+    reference_median: float | None
+    patched_median: float | None
+    threshold: float | None
+    file: str  # the test file, "" when unknown
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    status: str  # success, failure, error
+    exit_code: int
+    message: str
+    counts: tuple[tuple[str, int], ...]
+    changed: tuple[QueryLine, ...]  # LISTED_VERDICTS, in that order
+    unstable: tuple[QueryLine, ...]
+    servers: str  # one line about the two servers and the runs
+
+
+def load(out: Path, options: SummaryOptions) -> CheckSummary:
+    document, problem = _read_json(out / "summary.json")
+    manifest, _ = _read_json(out / "run.json")
+    if document is None:
+        code = max(options.exit_code, int(ExitCode.INFRASTRUCTURE))
+        message = f"no verdicts: {problem}"
+        return CheckSummary("error", code, message, (), (), (), _servers(manifest))
+    files = {t.test: t.file for t in read_table(out, TESTS).rows}
+    lines = [_line(q, files) for q in document.get("queries", []) if isinstance(q, dict)]
+    derived = ExitCode.OK if document.get("status") == "success" else ExitCode.CHECK_FAILED
+    code = max(options.exit_code, int(derived))
+    status = {0: "success", 1: "failure"}.get(code, "error")
+    counts = document.get("counts") if isinstance(document.get("counts"), dict) else {}
+    assert isinstance(counts, dict)
+    return CheckSummary(
+        status=status,
+        exit_code=code,
+        message=str(document.get("message") or ""),
+        counts=tuple((str(k), int(v)) for k, v in counts.items()),
+        changed=tuple(_ordered([q for q in lines if q.verdict in LISTED_VERDICTS])),
+        unstable=tuple(q for q in lines if q.verdict == "unstable"),
+        servers=_servers(manifest),
+    )
+
+
+def _line(q: dict[str, Any], files: dict[str, str]) -> QueryLine:
+    test = str(q.get("test", ""))
+    return QueryLine(
+        test=test,
+        query_index=int(q.get("query_index", 0)),
+        verdict=str(q.get("verdict", "")),
+        reference_median=_number(q.get("reference_median")),
+        patched_median=_number(q.get("patched_median")),
+        threshold=_number(q.get("threshold")),
+        file=files.get(test, ""),
+    )
+
+
+def _ordered(lines: list[QueryLine]) -> list[QueryLine]:
+    def key(q: QueryLine) -> tuple[int, float, str, int]:
+        r = ratio(q.reference_median, q.patched_median) or 1.0
+        biggest_first = -max(r, 1 / r)
+        return (LISTED_VERDICTS.index(q.verdict), biggest_first, q.test, q.query_index)
+
+    return sorted(lines, key=key)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _servers(manifest: dict[str, Any] | None) -> str:
+    if not manifest:
+        return ""
+    servers = manifest.get("servers") or {}
+
+    def side(name: str) -> str:
+        info = servers.get(name) or {}
+        return f"{name} {info.get('version', '?')} (`{str(info.get('sha256', ''))[:12]}`)"
+
+    runs = (manifest.get("options") or {}).get("runs")
+    shards = len(manifest.get("shards") or []) or 1
+    return f"{side('reference')} vs {side('patched')}; {runs} runs per side; {shards} shard(s)"
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
+    if not path.exists():
+        return None, f"{path.name} is missing (the comparison did not run)"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return None, f"{path.name} cannot be read: {e}"
+    if not isinstance(data, dict):
+        return None, f"{path.name} is not a JSON object"
+    return data, ""
+
+
+# --- rendering (pure) -------------------------------------------------------------------------
+
+_TITLES = {"success": "passed", "failure": "failed", "error": "could not run"}
+
+
+def status_line(s: CheckSummary) -> str:
+    return f"chperf performance check {_TITLES[s.status]}: {s.message or 'no queries'}"
+
+
+def render_markdown(s: CheckSummary, options: SummaryOptions) -> str:
+    parts = [MARKER, f"### {status_line(s)}", ""]
+    if s.servers:
+        parts += [s.servers, ""]
+    if s.changed:
+        parts += _table(s.changed)
+    if s.unstable:
+        names = ", ".join(f"{q.test} #{q.query_index}" for q in s.unstable[:MAX_ROWS])
+        more = f" and {len(s.unstable) - MAX_ROWS} more" if len(s.unstable) > MAX_ROWS else ""
+        parts += [f"Unstable (too noisy to judge, not failing): {names}{more}", ""]
+    parts.append(_links(options))
+    return "\n".join(parts).rstrip("\n") + "\n"
+
+
+def _table(lines: Sequence[QueryLine]) -> list[str]:
+    rows = [
+        "| Verdict | Test | Query | Reference | Patched | Change | Threshold |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for q in lines[:MAX_ROWS]:
+        change = ratio_text(ratio(q.reference_median, q.patched_median))
+        threshold = percent(q.threshold, signed=False)
+        rows.append(
+            f"| {q.verdict} | {_cell(q.test)} | {q.query_index} | "
+            f"{duration(q.reference_median)} | {duration(q.patched_median)} | {change} | "
+            f"{threshold} |"
+        )
+    if len(lines) > MAX_ROWS:
+        rows.append(f"\n…and {len(lines) - MAX_ROWS} more in the report.")
+    return [*rows, ""]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _links(options: SummaryOptions) -> str:
+    links = []
+    if options.report_url:
+        links.append(f"[HTML report and artifacts]({options.report_url})")
+    if options.run_url:
+        links.append(f"[CI run]({options.run_url})")
+    return " · ".join(links)
+
+
+def status_document(s: CheckSummary, options: SummaryOptions) -> dict[str, Any]:
+    return {
+        "schema_version": STATUS_SCHEMA_VERSION,
+        "status": s.status,
+        "exit_code": s.exit_code,
+        "description": status_line(s)[:DESCRIPTION_LIMIT],
+        "counts": dict(s.counts),
+        "changed": len(s.changed),
+        "report_url": options.report_url,
+        "run_url": options.run_url,
+    }
+
+
+def error_annotations(s: CheckSummary) -> list[str]:
+    """GitHub workflow commands: one error on the test file per slower query."""
+    commands = []
+    for q in s.changed:
+        if q.verdict not in FAILING_VERDICTS:
+            continue
+        change = ratio_text(ratio(q.reference_median, q.patched_median))
+        title = f"{q.test} query {q.query_index} is {change}"
+        message = (
+            f"median {duration(q.reference_median)} on reference, "
+            f"{duration(q.patched_median)} on patched "
+            f"(threshold {percent(q.threshold, signed=False)})"
+        )
+        where = f"file={_property(q.file)}," if q.file else ""
+        commands.append(f"::error {where}title={_property(title)}::{_data(message)}")
+    return commands
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def write(out: Path, options: SummaryOptions) -> CheckSummary:
+    """Write summary.md and status.json into `out`."""
+    s = load(out, options)
+    out.mkdir(parents=True, exist_ok=True)  # a merge that failed early may not have made it
+    (out / SUMMARY_MD).write_text(render_markdown(s, options), encoding="utf-8")
+    document = json.dumps(status_document(s, options), indent=2, ensure_ascii=False)
+    (out / STATUS_JSON).write_text(document + "\n", encoding="utf-8")
+    return s

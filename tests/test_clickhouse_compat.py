@@ -1,0 +1,47 @@
+"""Tests written in the style of ClickHouse's tests/performance run unmodified: what the
+server supports is measured, the rest becomes recorded errors with the server's message."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, run_chperf
+
+pytestmark = pytest.mark.integration
+
+
+def verdicts(out: Path) -> dict[tuple[str, int], dict[str, str]]:
+    with (out / "verdicts.tsv").open() as f:
+        rows = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        return {(r["test"], int(r["query_index"])): r for r in rows}
+
+
+def test_clickhouse_style_tests_run_what_the_server_supports(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out = tmp_path / "out"
+    result = run_chperf(
+        ["run", "--tests", str(DATA / "clickhouse_style"), "--runs", "3", "--no-profile",
+         "--out", str(out), "--reference", str(server_binary), "--patched", str(server_binary)]
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr
+    legacy = DATA / "clickhouse_style" / "legacy_loop.xml"
+    for element, line in (("type", 2), ("stop_conditions", 4), ("main_metric", 15)):
+        assert f"warning: {legacy}:{line}:" in result.stderr, element
+    found = verdicts(out)
+    assert len(found) == 8
+    unsupported = {("legacy_loop", 1): "xxHash64", ("numbers_mt", 1): "numbers_mt",
+                   ("numbers_mt", 2): "zeros"}  # fmt: skip
+    for key, name in unsupported.items():
+        assert found[key]["verdict"] == "error"
+        assert (
+            f"Unknown {'function' if key[0] == 'legacy_loop' else 'table function'} {name}"
+            in (found[key]["reason"])
+        )
+    measured = set(found) - set(unsupported)
+    assert {found[k]["verdict"] for k in measured} <= {"unchanged", "unstable", "faster", "slower"}
+    assert all(int(found[k]["runs_reference"]) == 3 for k in measured)

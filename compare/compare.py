@@ -1,20 +1,32 @@
 """`chperf compare OUT`: verdicts, metrics and the check status from a run's artifacts.
 
-The thin shell around the pure parts: read (evidence.py, metrics.py), compute
-(randomization.py in chDB), decide (verdict.py), write (outputs.py), judge the check.
+The thin shell around the pure parts: read (evidence.py, metrics.py, calibration.py),
+compute (randomization.py and bootstrap.py in chDB, fdr.py), decide (verdict.py), write
+(outputs.py, and calibration.py for an A/A run), judge the check.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from chperf.artifacts import SIDES, read_manifest
-from chperf.errors import ExitCode
+from chperf.artifacts import PATCHED, REFERENCE, SIDES, read_manifest
+from chperf.errors import ChperfError, ExitCode
+from compare.bootstrap import Bootstrap, RatioInterval
+from compare.calibration import (
+    CALIBRATED,
+    Calibration,
+    calibration_rows,
+    flag_cutoff,
+    read_calibration,
+    write_calibration,
+)
 from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather
+from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg
 from compare.metrics import gather_metrics
 from compare.outputs import (
     MetricRow,
@@ -23,11 +35,14 @@ from compare.outputs import (
     write_summary,
     write_verdicts,
 )
-from compare.randomization import Randomization, SeriesStats
+from compare.randomization import Randomization, Samples, SeriesStats
 from compare.verdict import (
+    EQUIVALENT,
+    INCONCLUSIVE,
     MIN_EFFECT,
     MIN_RUNS,
     UNSTABLE_THRESHOLD,
+    FdrStatus,
     QueryEvidence,
     QueryVerdict,
     Thresholds,
@@ -55,6 +70,9 @@ class CompareOptions:
     min_effect: float = MIN_EFFECT
     unstable_threshold: float = UNSTABLE_THRESHOLD
     fail_on_unstable: bool = False
+    fdr: float | None = FDR_Q  # Benjamini-Hochberg q; None: no false-discovery control
+    calibration: Path | None = None  # calibration.tsv of an A/A run: per-query noise floors
+    aa: bool = False  # OUT is an A/A run: also write OUT/calibration.tsv
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,7 @@ class CompareResult:
     message: str  # the summary.json message, e.g. "2 slower, 1 faster, 40 unchanged"
     counts: dict[str, int] = field(default_factory=dict)  # verdict value -> queries
     failures: tuple[str, ...] = ()  # why the check failed, one line each; empty on success
+    fdr: Discoveries | None = None  # the false-discovery control, when on
 
     @property
     def exit_code(self) -> ExitCode:
@@ -75,38 +94,150 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     Raises ChperfError (exit 2) when run.json is missing or of another schema version;
     damaged tables become verdicts and problems instead.
     """
-    read_manifest(out)
+    manifest = read_manifest(out)
+    if options.aa:
+        _check_aa(out, manifest)
+    calibration = read_calibration(options.calibration) if options.calibration else None
     evidence = gather(out)
     metric_series = gather_metrics(out, MIN_RUNS)
     with SqlEngine() as engine:
         randomization = Randomization(engine)
-        verdicts = _classify(evidence, randomization, options)
+        measurable = _measurable(evidence)
+        stats = randomization.statistics(measurable)
+        intervals = Bootstrap(engine).intervals(measurable)
+        discoveries = _discoveries(stats, options.fdr)
+        verdicts = _classify(evidence, _Extra(stats, intervals, discoveries, calibration), options)
         metric_stats = randomization.statistics(metric_series.series)
+        if options.aa:
+            write_calibration(
+                out, calibration_rows(verdicts, _flag_rates(verdicts, randomization, measurable))
+            )
     metrics = [MetricRow(t, q, m, s) for (t, q, m), s in metric_stats.items()]
     notes = [GlobalProblem(p, fails_check=False) for p in metric_series.problems]
     result = judge(verdicts, evidence, [*evidence.problems, *notes], options)
+    result = replace(result, fdr=discoveries)
     write_verdicts(out, verdicts)
     write_metrics(out, metrics)
-    write_summary(out, summary_document(result.status, result.message, result.counts, verdicts))
+    extra = _summary_extra(verdicts, discoveries, calibration)
+    document = summary_document(result.status, result.message, result.counts, verdicts, extra)
+    write_summary(out, document)
     return result
 
 
-def _classify(
-    evidence: Evidence, randomization: Randomization, options: CompareOptions
-) -> list[QueryVerdict]:
-    measurable = {
+@dataclass(frozen=True)
+class _Extra:
+    """What classification needs beyond the evidence, computed per run."""
+
+    stats: dict[tuple[str, int], SeriesStats]
+    intervals: Mapping[tuple[str, int], RatioInterval | None]
+    discoveries: Discoveries | None
+    calibration: Calibration | None
+
+
+def _measurable(evidence: Evidence) -> dict[tuple[str, int], Samples]:
+    return {
         key: samples
         for key, samples in evidence.client_time.items()
         if min(len(samples.reference), len(samples.patched)) >= MIN_RUNS
     }
-    stats = randomization.statistics(measurable)
+
+
+def _discoveries(
+    stats: Mapping[tuple[str, int], SeriesStats], q: float | None
+) -> Discoveries | None:
+    """BH over every measured query's p-value (in key order)."""
+    if q is None:
+        return None
+    return benjamini_hochberg([stats[k].p_value for k in sorted(stats)], q)
+
+
+def _classify(evidence: Evidence, extra: _Extra, options: CompareOptions) -> list[QueryVerdict]:
     thresholds = Thresholds(options.min_effect, options.unstable_threshold)
-    return [classify(_with_stats(q, stats), thresholds) for q in evidence.queries]
+    fdr: dict[tuple[str, int], FdrStatus] = {}
+    if extra.discoveries is not None:
+        d = extra.discoveries
+        fdr = {
+            key: FdrStatus(found, d.q, d.cutoff)
+            for key, found in zip(sorted(extra.stats), d.discovered, strict=True)
+        }
+    return [classify(_with_extra(q, extra, fdr), thresholds) for q in evidence.queries]
 
 
-def _with_stats(query: QueryEvidence, stats: dict[tuple[str, int], SeriesStats]) -> QueryEvidence:
-    found = stats.get((query.test, query.query_index))
-    return replace(query, stats=found) if found is not None else query
+def _with_extra(
+    query: QueryEvidence, extra: _Extra, fdr: Mapping[tuple[str, int], FdrStatus]
+) -> QueryEvidence:
+    key = (query.test, query.query_index)
+    found = extra.stats.get(key)
+    if found is None:
+        return query
+    min_effect, status = None, None
+    if extra.calibration is not None:
+        min_effect, status = extra.calibration.lookup(query.test, query.query_index, query.query)
+    return replace(
+        query,
+        stats=found,
+        interval=extra.intervals.get(key),
+        fdr=fdr.get(key),
+        calibrated_min_effect=min_effect,
+        calibration=status,
+    )
+
+
+def _flag_rates(
+    verdicts: Sequence[QueryVerdict],
+    randomization: Randomization,
+    measurable: Mapping[tuple[str, int], Samples],
+) -> dict[tuple[str, int], float]:
+    cutoffs = {(v.test, v.query_index): flag_cutoff(v) for v in verdicts}
+    wanted = {k: c for k, c in cutoffs.items() if c is not None and k in measurable}
+    return randomization.tail_shares({k: measurable[k] for k in wanted}, wanted)
+
+
+def _check_aa(out: Path, manifest: Mapping[str, Any]) -> None:
+    """Calibration from a run that was not reference-against-itself would be wrong: refuse."""
+    servers = manifest.get("servers")
+    sides = [servers.get(s) if isinstance(servers, dict) else None for s in (REFERENCE, PATCHED)]
+    if not all(isinstance(s, dict) for s in sides):
+        raise ChperfError(
+            f"{out}/run.json does not record both servers: cannot confirm an A/A run",
+            hint="calibrate from the output of `chperf run --aa`",
+        )
+    for key in ("sha256", "overlays"):
+        values = [s.get(key) for s in sides if isinstance(s, dict)]
+        if values[0] != values[1]:
+            raise ChperfError(
+                f"{out}/run.json: the servers differ in {key} ({values[0]!r} vs {values[1]!r}): "
+                "not an A/A run",
+                hint="calibrate from the output of `chperf run --aa`",
+            )
+
+
+def _summary_extra(
+    verdicts: Sequence[QueryVerdict], fdr: Discoveries | None, calibration: Calibration | None
+) -> dict[str, Any]:
+    """The summary.json keys added by issue 8 (README "summary.json")."""
+    unchanged = [v.equivalence for v in verdicts if v.verdict is Verdict.UNCHANGED]
+    measured = [v for v in verdicts if v.calibration is not None]
+    return {
+        "equivalence": {e: unchanged.count(e) for e in (EQUIVALENT, INCONCLUSIVE)},
+        "fdr": None
+        if fdr is None
+        else {
+            "q": fdr.q,
+            "tests": fdr.tests,
+            "discoveries": fdr.count,
+            "cutoff": fdr.cutoff,
+            "changed": sum(1 for v in verdicts if v.verdict in (Verdict.FASTER, Verdict.SLOWER)),
+            "expected_false_discoveries_at_most": fdr.expected_false_at_most,
+        },
+        "calibration": None
+        if calibration is None
+        else {
+            "file": calibration.source,
+            "calibrated": sum(1 for v in measured if v.calibration == CALIBRATED),
+            "not_calibrated": sum(1 for v in measured if v.calibration != CALIBRATED),
+        },
+    }
 
 
 def judge(

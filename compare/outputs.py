@@ -9,6 +9,10 @@ Formats (documented for users in compare/FORMATS.md, merged into the README):
 Format history (bump SUMMARY_SCHEMA_VERSION on incompatible summary.json changes; the TSV
 columns only ever grow at the end):
   1 -- first version (issue 3).
+  1 (issue 8, additive: readers of the first version are unaffected) -- verdicts.tsv gains the
+       columns ci_low, ci_high, equivalence, min_effect, calibration at the end; summary.json
+       gains the top-level keys equivalence, fdr, calibration and, per query, p_value,
+       ci_low, ci_high, equivalence, min_effect, calibration.
 """
 
 from __future__ import annotations
@@ -41,6 +45,11 @@ VERDICT_COLUMNS = (
     "p_value",
     "runs_reference",
     "runs_patched",
+    "ci_low",
+    "ci_high",
+    "equivalence",
+    "min_effect",
+    "calibration",
 )
 METRIC_COLUMNS = (
     "test",
@@ -71,6 +80,10 @@ def write_verdicts(out: Path, verdicts: Sequence[QueryVerdict]) -> Path:
             *_numbers(v.stats),
             v.runs_reference,
             v.runs_patched,
+            *_interval(v),
+            v.equivalence,
+            v.min_effect,
+            v.calibration,
         )
         for v in verdicts
     )
@@ -83,14 +96,20 @@ def write_metrics(out: Path, metrics: Sequence[MetricRow]) -> Path:
 
 
 def summary_document(
-    status: str, message: str, counts: Mapping[str, int], verdicts: Sequence[QueryVerdict]
+    status: str,
+    message: str,
+    counts: Mapping[str, int],
+    verdicts: Sequence[QueryVerdict],
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """summary.json, schema version 1: exactly these keys (issue 3, README "summary.json")."""
+    """summary.json, schema version 1: issue 3's keys, then issue 8's additive `extra` keys
+    (equivalence, fdr, calibration; README "summary.json")."""
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "status": status,
         "message": message,
         "counts": {v.value: counts.get(v.value, 0) for v in Verdict},
+        **(extra or {}),
         "queries": [_summary_query(v) for v in verdicts],
     }
 
@@ -105,7 +124,8 @@ def write_summary(out: Path, document: Mapping[str, Any]) -> Path:
 
 
 def _summary_query(v: QueryVerdict) -> dict[str, Any]:
-    reference, patched, diff, threshold, _ = _numbers(v.stats)
+    reference, patched, diff, threshold, p_value = _numbers(v.stats)
+    ci_low, ci_high = _interval(v)
     return {
         "test": v.test,
         "query_index": v.query_index,
@@ -116,7 +136,19 @@ def _summary_query(v: QueryVerdict) -> dict[str, Any]:
         "diff": diff,
         "threshold": threshold,
         "runs": _runs_per_side(v),
+        "p_value": p_value,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+        "equivalence": v.equivalence,
+        "min_effect": v.min_effect,
+        "calibration": v.calibration,
     }
+
+
+def _interval(v: QueryVerdict) -> tuple[float | None, float | None]:
+    if v.interval is None:
+        return (None, None)
+    return (v.interval.low, v.interval.high)
 
 
 def _runs_per_side(v: QueryVerdict) -> int:

@@ -87,10 +87,32 @@ class Randomization:
         for sizes in {(len(s.reference), len(s.patched)) for s in series.values()}:
             self._ensure_split_weights(*sizes)
         path = self._engine.scratch / f"samples-{next(self._files)}.tsv"
-        _write_samples(path, [series[k] for k in keys])
+        write_samples(path, [series[k] for k in keys])
         rows = self._engine.rows("randomization.sql", {"samples": str(path), "quantile": QUANTILE})
         path.unlink()
         return {keys[int(row[0])]: _parse_stats(row) for row in rows}
+
+    def tail_shares(
+        self, series: Mapping[K, Samples], cutoffs: Mapping[K, float]
+    ) -> dict[K, float]:
+        """Per series, the share of its splits whose |median difference| >= its cutoff (in
+        the values' unit): how often random relabelling of its own runs reaches the cutoff."""
+        keys = list(series)
+        if not keys:
+            return {}
+        for sizes in {(len(s.reference), len(s.patched)) for s in series.values()}:
+            self._ensure_split_weights(*sizes)
+        number = next(self._files)
+        samples = self._engine.scratch / f"samples-{number}.tsv"
+        cutoff_file = self._engine.scratch / f"cutoffs-{number}.tsv"
+        write_samples(samples, [series[k] for k in keys])
+        lines = ["series\tcutoff\n", *(f"{i}\t{float(cutoffs[k])!r}\n" for i, k in enumerate(keys))]
+        cutoff_file.write_text("".join(lines), encoding="utf-8")
+        params = {"samples": str(samples), "cutoffs": str(cutoff_file)}
+        rows = self._engine.rows("tail_share.sql", params)
+        samples.unlink()
+        cutoff_file.unlink()
+        return {keys[int(row[0])]: float(row[1]) for row in rows}
 
     def sampled_splits(self, runs_reference: int, runs_patched: int) -> list[tuple[int, ...]]:
         """The group-1 positions (1-based, in the sorted pooled runs) of every sampled split."""
@@ -114,7 +136,7 @@ def _sampling(n1: int, n2: int) -> dict[str, str | int | float]:
     return {"n1": n1, "n2": n2, "seed": SPLIT_SEED, "splits": SAMPLED_SPLITS}
 
 
-def _write_samples(path: Path, series: list[Samples]) -> None:
+def write_samples(path: Path, series: list[Samples]) -> None:
     lines = ["series\tside\tvalue\n"]
     for index, samples in enumerate(series):
         lines.extend(f"{index}\treference\t{float(v)!r}\n" for v in samples.reference)

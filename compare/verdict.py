@@ -9,10 +9,15 @@ The rules, in order:
   query failed on both sides                 -> error
   query failed on one side                   -> partial
   damaged artifacts, < MIN_RUNS runs a side  -> error
-  |D| >= T and |D| >= min effect             -> faster (D < 0) / slower (D > 0)
+  |D| >= T and |D| >= min effect
+      and a discovery at the FDR (when on)   -> faster (D < 0) / slower (D > 0)
   T >= unstable threshold                    -> unstable
-  otherwise                                  -> unchanged
-`>=` everywhere: the randomization distribution is discrete (METHOD.md §3).
+  otherwise                                  -> unchanged, with an equivalence sub-verdict:
+      the 95% CI of the ratio inside [1 - min effect, 1 + min effect] -> equivalent,
+      otherwise                                                      -> inconclusive
+`>=` everywhere: the randomization distribution is discrete (METHOD.md §3). The min effect is
+the largest of the default, the test's max_ignored_relative_change and the query's calibrated
+floor (compare/calibration.py), when a calibration file is given.
 
 Which verdicts fail the check (`QueryVerdict.fails_check`): slower; a failure of the patched
 side only; any error during the measured runs or a server crash (run, server stages); an
@@ -33,6 +38,7 @@ from chperf.artifacts import (
     STAGE_RUN,
     STAGE_SERVER,
 )
+from compare.bootstrap import CONFIDENCE, RatioInterval
 from compare.randomization import SeriesStats
 
 # Changes below 5% are too small to act on: the default of METHOD.md §4. ClickHouse's CI
@@ -49,6 +55,11 @@ MIN_RUNS = 3
 
 # Stages whose errors fail the check even on the reference side: the measurement itself broke.
 FAILING_STAGES = frozenset({STAGE_RUN, STAGE_SERVER, STAGE_PARSE})
+
+
+# The sub-verdicts of unchanged (issue 8 item 3).
+EQUIVALENT = "equivalent"
+INCONCLUSIVE = "inconclusive"
 
 
 class Verdict(Enum):
@@ -80,6 +91,15 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class FdrStatus:
+    """Whether the query's p-value is a Benjamini-Hochberg discovery (compare/fdr.py)."""
+
+    discovery: bool
+    q: float
+    cutoff: float  # the largest p-value discovered; 0.0 when none is
+
+
+@dataclass(frozen=True)
 class QueryEvidence:
     test: str
     query_index: int  # WHOLE_TEST (-1) for a row that stands for a whole test
@@ -92,6 +112,10 @@ class QueryEvidence:
     runs_reference: int = 0
     runs_patched: int = 0
     stats: SeriesStats | None = None  # client_time; None when not measured on both sides
+    interval: RatioInterval | None = None  # bootstrap CI of patched/reference medians
+    fdr: FdrStatus | None = None  # None: no false-discovery control
+    calibrated_min_effect: float | None = None  # from a calibration file, when it has the query
+    calibration: str | None = None  # "calibrated", "not calibrated: why"; None: no file
 
 
 @dataclass(frozen=True)
@@ -105,6 +129,10 @@ class QueryVerdict:
     runs_reference: int
     runs_patched: int
     stats: SeriesStats | None  # set for faster, slower, unstable and unchanged
+    interval: RatioInterval | None = None  # set with stats, when computable
+    equivalence: str | None = None  # EQUIVALENT or INCONCLUSIVE, for unchanged only
+    min_effect: float | None = None  # the min effect applied, for measured verdicts
+    calibration: str | None = None  # as QueryEvidence.calibration, for measured verdicts
 
 
 def classify(evidence: QueryEvidence, thresholds: Thresholds) -> QueryVerdict:
@@ -122,8 +150,13 @@ def classify(evidence: QueryEvidence, thresholds: Thresholds) -> QueryVerdict:
 
 
 def min_effect_for(evidence: QueryEvidence, thresholds: Thresholds) -> float:
-    """The test's max_ignored_relative_change applies when larger than the default."""
-    return max(thresholds.min_effect, evidence.max_ignored_relative_change or 0.0)
+    """The test's max_ignored_relative_change and the query's calibrated floor apply when
+    larger than the default."""
+    return max(
+        thresholds.min_effect,
+        evidence.max_ignored_relative_change or 0.0,
+        evidence.calibrated_min_effect or 0.0,
+    )
 
 
 def _failed_test(evidence: QueryEvidence) -> QueryVerdict:
@@ -179,21 +212,50 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
     diff, threshold = stats.diff or 0.0, stats.threshold or 0.0
     min_effect = min_effect_for(evidence, thresholds)
     figures = f"D {diff:+.1%}, T {threshold:.1%}, min effect {min_effect:.1%}"
+    held_back = ""
     if abs(diff) >= threshold and abs(diff) >= min_effect:
         verdict = Verdict.FASTER if diff < 0 else Verdict.SLOWER
-        reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
-        return _verdict(evidence, verdict, reason, verdict is Verdict.SLOWER)
+        if evidence.fdr is None or evidence.fdr.discovery:
+            reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
+            return _verdict(evidence, verdict, reason, verdict is Verdict.SLOWER, min_effect)
+        held_back = f"; would be {verdict.value}, but {_not_discovered(evidence.fdr, stats)}"
     if threshold >= thresholds.unstable_threshold:
         reason = (
             f"unstable: T >= {thresholds.unstable_threshold:.1%}, too noisy to detect a change "
-            f"of the size that matters ({figures})"
+            f"of the size that matters ({figures}){held_back}"
         )
-        return _verdict(evidence, Verdict.UNSTABLE, reason, False)
-    why = "|D| < T, not significant" if abs(diff) < threshold else "|D| < min effect"
-    return _verdict(evidence, Verdict.UNCHANGED, f"unchanged: {why} ({figures})", False)
+        return _verdict(evidence, Verdict.UNSTABLE, reason, False, min_effect)
+    if held_back:
+        why = "not a discovery at the false-discovery rate"
+    else:
+        why = "|D| < T, not significant" if abs(diff) < threshold else "|D| < min effect"
+    equivalence, ci = _equivalence(evidence.interval, min_effect)
+    reason = f"unchanged: {why} ({figures}){held_back}; {equivalence}: {ci}"
+    return _verdict(evidence, Verdict.UNCHANGED, reason, False, min_effect, equivalence)
 
 
-def _verdict(evidence: QueryEvidence, verdict: Verdict, reason: str, fails: bool) -> QueryVerdict:
+def _not_discovered(fdr: FdrStatus, stats: SeriesStats) -> str:
+    cutoff = f"BH cutoff {fdr.cutoff:.2g}" if fdr.cutoff > 0 else "no query is a discovery"
+    return f"not a discovery at FDR {fdr.q:.0%} (p {stats.p_value:.2g}; {cutoff})"
+
+
+def _equivalence(interval: RatioInterval | None, min_effect: float) -> tuple[str, str]:
+    if interval is None:
+        return INCONCLUSIVE, "no confidence interval (a resampled reference median is 0)"
+    ci = f"{CONFIDENCE:.0%} CI {interval.low:.3f}-{interval.high:.3f}x"
+    if interval.within(min_effect):
+        return EQUIVALENT, f"{ci} within ±{min_effect:.1%}"
+    return INCONCLUSIVE, f"{ci} reaches beyond ±{min_effect:.1%}"
+
+
+def _verdict(
+    evidence: QueryEvidence,
+    verdict: Verdict,
+    reason: str,
+    fails: bool,
+    min_effect: float | None = None,
+    equivalence: str | None = None,
+) -> QueryVerdict:
     measured = verdict in (Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE, Verdict.UNCHANGED)
     return QueryVerdict(
         test=evidence.test,
@@ -205,4 +267,8 @@ def _verdict(evidence: QueryEvidence, verdict: Verdict, reason: str, fails: bool
         runs_reference=evidence.runs_reference,
         runs_patched=evidence.runs_patched,
         stats=evidence.stats if measured else None,
+        interval=evidence.interval if measured else None,
+        equivalence=equivalence,
+        min_effect=min_effect,
+        calibration=evidence.calibration if measured else None,
     )

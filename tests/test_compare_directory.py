@@ -33,6 +33,9 @@ EXPECTED = DATA / "compare_small_expected"
 OUTPUTS = ("verdicts.tsv", "metrics.tsv", "summary.json")
 
 STEADY = (0.100, 0.101, 0.099, 0.100, 0.102)
+# Issue 3's per-query rules alone: at 5 runs a side no p-value can pass the false-discovery
+# control (compare/fdr.py), which tests_compare_fdr.py covers.
+PER_QUERY = CompareOptions(fdr=None)
 Series = Mapping[int, tuple[Sequence[float], Sequence[float]]]  # query_index -> runs per side
 
 
@@ -71,7 +74,7 @@ def verdict_rows(out: Path) -> dict[tuple[str, str], list[str]]:
 
 def test_small_artifacts_give_the_golden_verdicts_metrics_and_summary(tmp_path: Path) -> None:
     out = small_copy(tmp_path)
-    compare_directory(out, CompareOptions())
+    compare_directory(out, PER_QUERY)
     for name in OUTPUTS:
         assert (out / name).read_text() == (EXPECTED / name).read_text(), name
 
@@ -79,7 +82,7 @@ def test_small_artifacts_give_the_golden_verdicts_metrics_and_summary(tmp_path: 
 def test_small_artifacts_fail_the_check_for_the_slower_and_the_patched_only_failure(
     tmp_path: Path,
 ) -> None:
-    result = compare_directory(small_copy(tmp_path), CompareOptions())
+    result = compare_directory(small_copy(tmp_path), PER_QUERY)
     assert result.exit_code is ExitCode.CHECK_FAILED
     assert [f.split(":")[0] for f in result.failures] == ["partial query 0", "sum query 1"]
     assert result.counts == {
@@ -88,17 +91,23 @@ def test_small_artifacts_fail_the_check_for_the_slower_and_the_patched_only_fail
     }  # fmt: skip
 
 
-def test_summary_json_has_exactly_the_version_1_schema(tmp_path: Path) -> None:
+def test_summary_json_has_the_version_1_schema_with_the_additive_issue_8_keys(
+    tmp_path: Path,
+) -> None:
     out = small_copy(tmp_path)
     compare_directory(out, CompareOptions())
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary) == ["schema_version", "status", "message", "counts", "queries"]
+    assert list(summary) == [
+        "schema_version", "status", "message", "counts", "equivalence", "fdr", "calibration",
+        "queries",
+    ]  # fmt: skip
     assert summary["schema_version"] == 1
     assert list(summary["counts"]) == [
         "faster", "slower", "unstable", "unchanged", "partial", "error", "skipped",
     ]  # fmt: skip
     keys = ["test", "query_index", "query", "verdict", "reference_median", "patched_median",
-            "diff", "threshold", "runs"]  # fmt: skip
+            "diff", "threshold", "runs", "p_value", "ci_low", "ci_high", "equivalence",
+            "min_effect", "calibration"]  # fmt: skip
     assert all(list(q) == keys for q in summary["queries"])
 
 
@@ -135,7 +144,7 @@ def test_unstable_passes_unless_fail_on_unstable(tmp_path: Path) -> None:
 def test_faster_queries_pass_the_check(tmp_path: Path) -> None:
     faster = tuple(v * 0.7 for v in STEADY)
     out = write_artifacts(tmp_path / "out", {0: (STEADY, faster)})
-    result = compare_directory(out, CompareOptions())
+    result = compare_directory(out, PER_QUERY)
     assert (result.exit_code, result.message) == (ExitCode.OK, "1 faster")
 
 
@@ -209,7 +218,7 @@ def test_unequal_run_counts_are_compared_with_groups_of_the_original_sizes(
 ) -> None:
     out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY[:4])})
     compare_directory(out, CompareOptions())
-    assert verdict_rows(out)[("t", "0")][9:] == ["5", "4"]
+    assert verdict_rows(out)[("t", "0")][9:11] == ["5", "4"]
 
 
 def test_unknown_manifest_schema_version_is_a_bad_input_error(tmp_path: Path) -> None:

@@ -1,0 +1,222 @@
+"""A/A calibration (issue 8 item 2): per-query noise floors measured by running the
+reference against itself, written to calibration.tsv and applied by later comparisons.
+
+An A/A run (`chperf run --aa`: patched = the reference binary with the reference overlays)
+has no real change, so whatever it shows is noise. Per query the calibration records:
+  threshold   T of the A/A run (the randomization noise at the run count it got)
+  diff        the A/A D: two identical servers differ by a few percent on some queries
+              (memory layout, METHOD.md §9), which T cannot see (it only shuffles runs)
+  flagged     1 when this A/A run's per-query rule (|D| >= T and |D| >= min effect, before
+              false-discovery control) called it changed: a false positive seen
+  flag_rate   the share of random relabellings of the query's own A/A runs that the
+              per-query rule would flag (randomization splits with |median difference| >=
+              max(T, min effect x reference median)). It assumes runs are exchangeable, so
+              it measures the run-to-run part of the false-positive rate only; `diff` and
+              `flagged` show the server-to-server part. Under the 0.99 quantile it is at most
+              ~1% by construction, and ~0 when the min effect dominates T.
+  mde         the minimum detectable effect at the run count it got (the default budget
+              when the A/A run used the defaults): max(min effect, 2 x T). Under a pure
+              shift a true change of 2T gives |D| >= T in ~99% of runs (T is the 0.99
+              quantile of D's noise); a change of T only in ~50%.
+  noise_floor max(T, |diff|): the largest apparent change noise produced in the A/A run.
+
+A later run with `--calibration FILE` gives each query the min effect
+    max(--min-effect, the test's max_ignored_relative_change, CALIBRATION_FACTOR x noise_floor)
+A query the file lacks (or whose SQL text changed since) keeps the default and is reported
+"not calibrated": never silently treated as calibrated.
+
+Format history of calibration.tsv (TabSeparatedWithNames, chperf.artifacts escaping):
+  1 -- first version (issue 8); the header must match CALIBRATION_COLUMNS exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chperf.artifacts import escape, unescape
+from chperf.errors import ChperfError
+from compare.verdict import QueryVerdict
+
+CALIBRATION_FILE = "calibration.tsv"
+CALIBRATED = "calibrated"
+NOT_CALIBRATED = "not calibrated"
+
+# The calibrated min effect is 1.5 x the A/A noise floor. One A/A run gives one draw of each
+# query's server-to-server offset; a second server start can land somewhat further out, and
+# 1.5x covers that without blunting quiet queries: a floor up to 3.3% keeps the 5% default.
+# A judgement, to be tuned with repeated A/A runs (bench/bench_aa.py).
+CALIBRATION_FACTOR = 1.5
+# MDE = max(min effect, MDE_FACTOR x T): see the module docstring.
+MDE_FACTOR = 2.0
+
+CALIBRATION_COLUMNS = (
+    "test",
+    "query_index",
+    "query",
+    "runs",
+    "reference_median",
+    "diff",
+    "threshold",
+    "p_value",
+    "flagged",
+    "flag_rate",
+    "mde",
+    "noise_floor",
+)
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    test: str
+    query_index: int
+    query: str
+    runs: int  # measured runs per side (the smaller side)
+    reference_median: float  # seconds
+    diff: float  # fractions, as in verdicts.tsv
+    threshold: float
+    p_value: float
+    flagged: bool
+    flag_rate: float
+    mde: float
+    noise_floor: float
+
+    @property
+    def min_effect(self) -> float:
+        """The min effect this calibration asks for (before the defaults' max)."""
+        return CALIBRATION_FACTOR * self.noise_floor
+
+
+def flag_cutoff(verdict: QueryVerdict) -> float | None:
+    """max(T, min effect x reference median) in seconds: a relabelled difference at or above
+    it would be flagged by the per-query rule; None when the query was not measured."""
+    stats = verdict.stats
+    if stats is None or stats.diff is None or verdict.min_effect is None:
+        return None
+    return max(stats.threshold_abs, verdict.min_effect * stats.reference_median)
+
+
+def calibration_rows(
+    verdicts: Sequence[QueryVerdict], flag_rates: Mapping[tuple[str, int], float]
+) -> list[CalibrationRow]:
+    """The rows of calibration.tsv: every query measured in the A/A run."""
+    rows = []
+    for v in verdicts:
+        stats, rate = v.stats, flag_rates.get((v.test, v.query_index))
+        if stats is None or stats.diff is None or stats.threshold is None or rate is None:
+            continue
+        min_effect = v.min_effect or 0.0
+        rows.append(
+            CalibrationRow(
+                test=v.test,
+                query_index=v.query_index,
+                query=v.query,
+                runs=min(v.runs_reference, v.runs_patched),
+                reference_median=stats.reference_median,
+                diff=stats.diff,
+                threshold=stats.threshold,
+                p_value=stats.p_value,
+                flagged=abs(stats.diff) >= stats.threshold and abs(stats.diff) >= min_effect,
+                flag_rate=rate,
+                mde=max(min_effect, MDE_FACTOR * stats.threshold),
+                noise_floor=max(stats.threshold, abs(stats.diff)),
+            )
+        )
+    return rows
+
+
+def write_calibration(out: Path, rows: Iterable[CalibrationRow]) -> Path:
+    lines = ["\t".join(CALIBRATION_COLUMNS) + "\n"]
+    for r in rows:
+        values: list[Any] = [
+            escape(r.test), r.query_index, escape(r.query), r.runs, repr(r.reference_median),
+            repr(r.diff), repr(r.threshold), repr(r.p_value), int(r.flagged), repr(r.flag_rate),
+            repr(r.mde), repr(r.noise_floor),
+        ]  # fmt: skip
+        lines.append("\t".join(str(v) for v in values) + "\n")
+    path = out / CALIBRATION_FILE
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(lines), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+@dataclass(frozen=True)
+class Calibration:
+    source: str  # the file, as given
+    rows: Mapping[tuple[str, int], CalibrationRow]
+
+    def lookup(self, test: str, query_index: int, query: str) -> tuple[float | None, str]:
+        """(calibrated min effect, status) of a query: status "calibrated", or "not
+        calibrated: why" with no min effect."""
+        row = self.rows.get((test, query_index))
+        if row is None:
+            return None, f"{NOT_CALIBRATED}: not in {self.source}"
+        if row.query != query:
+            return None, f"{NOT_CALIBRATED}: its SQL changed since {self.source} was made"
+        return row.min_effect, CALIBRATED
+
+
+def read_calibration(path: Path) -> Calibration:
+    """Read calibration.tsv; a malformed file is a ChperfError naming file:line (exit 2)."""
+    hint = "regenerate it with `chperf run --aa --out DIR` (DIR/calibration.tsv)"
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ChperfError(f"calibration file {path}: cannot be read: {e}", hint=hint) from e
+    header = tuple(lines[0].split("\t"))
+    if header != CALIBRATION_COLUMNS:
+        raise ChperfError(
+            f"{path}:1: expected the columns {', '.join(CALIBRATION_COLUMNS)}; "
+            f"found {', '.join(header)}",
+            hint=hint,
+        )
+    if lines[-1] != "":
+        raise ChperfError(f"{path}:{len(lines)}: truncated line (no end of line)", hint=hint)
+    rows: dict[tuple[str, int], CalibrationRow] = {}
+    for number, line in enumerate(lines[1:-1], start=2):
+        row = _parse_row(path, number, line, hint)
+        if (row.test, row.query_index) in rows:
+            raise ChperfError(
+                f"{path}:{number}: {row.test} query {row.query_index} is listed twice", hint=hint
+            )
+        rows[(row.test, row.query_index)] = row
+    return Calibration(str(path), rows)
+
+
+def _parse_row(path: Path, number: int, line: str, hint: str) -> CalibrationRow:
+    fields = line.split("\t")
+    if len(fields) != len(CALIBRATION_COLUMNS):
+        raise ChperfError(
+            f"{path}:{number}: expected {len(CALIBRATION_COLUMNS)} columns, found {len(fields)}",
+            hint=hint,
+        )
+    try:
+        number_fields = [float(f) for f in (*fields[4:8], *fields[9:12])]
+        row = CalibrationRow(
+            test=unescape(fields[0]),
+            query_index=int(fields[1]),
+            query=unescape(fields[2]),
+            runs=int(fields[3]),
+            reference_median=number_fields[0],
+            diff=number_fields[1],
+            threshold=number_fields[2],
+            p_value=number_fields[3],
+            flagged=_flag(fields[8]),
+            flag_rate=number_fields[4],
+            mde=number_fields[5],
+            noise_floor=number_fields[6],
+        )
+    except ValueError as e:
+        raise ChperfError(f"{path}:{number}: bad value: {e}", hint=hint) from e
+    if not row.noise_floor >= 0:
+        raise ChperfError(f"{path}:{number}: noise_floor {row.noise_floor} < 0", hint=hint)
+    return row
+
+
+def _flag(text: str) -> bool:
+    if text not in ("0", "1"):
+        raise ValueError(f"flagged must be 0 or 1, got {text!r}")
+    return text == "1"

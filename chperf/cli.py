@@ -14,6 +14,7 @@ from types import FrameType
 from chperf import cli_scaleout
 from chperf.errors import ChperfError, ExitCode
 from compare.compare import CompareOptions, compare_directory
+from compare.fdr import FDR_Q
 from compare.verdict import Thresholds
 from runner.profiler import ProfileOptions
 from runner.stopping import StopRule
@@ -119,10 +120,36 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
     _add_compare_options(p)
 
 
+def _fdr_level(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a q in [0, 1], e.g. 0.05; 0 is off")
+    return value
+
+
 def _add_compare_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-effect", type=_fraction, default=None)
     p.add_argument("--unstable-threshold", type=_fraction, default=None)
     p.add_argument("--fail-on-unstable", action="store_true")
+    p.add_argument(
+        "--fdr",
+        type=_fdr_level,
+        default=FDR_Q,
+        metavar="Q",
+        help=f"Benjamini-Hochberg false-discovery rate over all queries (default {FDR_Q}; 0: off)",
+    )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="calibration.tsv of an A/A run",
+    )
+    p.add_argument(
+        "--aa",
+        action="store_true",
+        help="A/A calibration: patched = the reference server (run); write OUT/calibration.tsv",
+    )
 
 
 def _run_options(args: argparse.Namespace) -> object:
@@ -131,6 +158,13 @@ def _run_options(args: argparse.Namespace) -> object:
 
     reference = Path(args.reference or default_server_binary())
     patched = Path(args.patched or default_server_binary())
+    if args.aa:
+        # A/A: the reference against itself, same binary and overlays (issue 8 item 2).
+        if args.patched or args.patched_config:
+            raise ChperfError(
+                "--aa runs the reference against itself: drop --patched/--patched-config"
+            )
+        patched, args.patched_config = reference, list(args.reference_config)
     for overlay in [*args.reference_config, *args.patched_config]:
         from runner.serverconfig import validate_overlay
 
@@ -194,6 +228,9 @@ def _compare_options(args: argparse.Namespace) -> CompareOptions:
             else args.unstable_threshold
         ),
         fail_on_unstable=args.fail_on_unstable,
+        fdr=args.fdr or None,
+        calibration=args.calibration,
+        aa=args.aa,
     )
 
 

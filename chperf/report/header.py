@@ -130,7 +130,31 @@ def build_header(inputs: Inputs, first_problem: str | None, build_problems: int)
         machine=_fields(manifest.get("machine")),
         options=_fields(manifest.get("options")),
         profiling_note=_profiling_note(inputs),
+        statistics=_statistics(inputs),
     )
+
+
+def _statistics(inputs: Inputs) -> tuple[str, ...]:
+    """The suite-level statistics of issue 8, in words."""
+    if inputs.summary is None:
+        return ()
+    lines = []
+    fdr = inputs.summary.fdr
+    if fdr is not None:
+        lines.append(
+            f"False-discovery control: Benjamini-Hochberg at q = {fdr.q:g} over {fdr.tests} "
+            f"measured queries: {fdr.discoveries} discoveries, of which at most "
+            f"{fdr.expected_false_at_most:.2g} are expected to be false. A query is called "
+            "faster or slower only when it is also a discovery."
+        )
+    calibration = inputs.summary.calibration
+    if calibration is not None:
+        lines.append(
+            f"Noise floors from the A/A calibration {calibration.file}: "
+            f"{calibration.calibrated} queries calibrated, {calibration.not_calibrated} "
+            "not calibrated (they keep the default minimum effect and are marked)."
+        )
+    return tuple(lines)
 
 
 def _text(value: Any) -> str:

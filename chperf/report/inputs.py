@@ -72,6 +72,8 @@ class VerdictRow:
     runs_patched: int | None
     ci_low: float | None  # ratio patched/reference, when compare writes it (issue 8)
     ci_high: float | None
+    equivalence: str  # "equivalent"/"inconclusive" for unchanged (issue 8), else ""
+    calibration: str  # "calibrated"/"not calibrated: why" with --calibration, else ""
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,31 @@ class MetricRow:
 
 
 @dataclass(frozen=True)
+class FdrSummary:
+    """summary.json `fdr` (issue 8)."""
+
+    q: float
+    tests: int
+    discoveries: int
+    expected_false_at_most: float
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """summary.json `calibration` (issue 8)."""
+
+    file: str
+    calibrated: int
+    not_calibrated: int
+
+
+@dataclass(frozen=True)
 class Summary:
     status: str
     message: str
     counts: tuple[tuple[str, int], ...]
+    fdr: FdrSummary | None = None  # None: no FDR control, or a summary without the key
+    calibration: CalibrationSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -217,7 +240,34 @@ def _read_summary(out: Path, problems: list[str], missing: list[str]) -> Summary
         counts = [(str(k), v) for k, v in raw_counts.items() if isinstance(v, int)]
     else:
         problems.append(f"{SUMMARY_FILE}: 'counts' is missing or not an object")
-    return Summary(status, message, tuple(counts))
+    return Summary(status, message, tuple(counts), _fdr(data), _calibration(data))
+
+
+def _fdr(data: dict[str, Any]) -> FdrSummary | None:
+    raw = data.get("fdr")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return FdrSummary(
+            float(raw["q"]),
+            int(raw["tests"]),
+            int(raw["discoveries"]),
+            float(raw["expected_false_discoveries_at_most"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _calibration(data: dict[str, Any]) -> CalibrationSummary | None:
+    raw = data.get("calibration")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return CalibrationSummary(
+            str(raw["file"]), int(raw["calibrated"]), int(raw["not_calibrated"])
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _profiles(out: Path, manifest: dict[str, Any], problems: list[str]) -> tuple[Profile, ...]:
@@ -254,7 +304,8 @@ _RUN_COLUMNS = ("test", "query_index", "server", "run", "client_time")
 _LOG_COLUMNS = ("test", "query_index", "server", "server_time")
 _VERDICT_COLUMNS = ("test", "query_index", "verdict", "reference_median", "patched_median")
 _VERDICT_OPTIONAL = (
-    "reason", "diff", "threshold", "p_value", "runs_reference", "runs_patched", "ci_low", "ci_high"
+    "reason", "diff", "threshold", "p_value", "runs_reference", "runs_patched", "ci_low", "ci_high",
+    "equivalence", "calibration",
 )  # fmt: skip
 _METRIC_COLUMNS = ("test", "query_index", "metric", "reference_median", "patched_median")
 _METRIC_OPTIONAL = ("diff", "threshold")
@@ -328,7 +379,7 @@ def _log(v: Sequence[str]) -> ServerTime:
 
 def _verdict(v: Sequence[str]) -> VerdictRow:
     test, index, verdict, reference, patched, reason, diff, threshold, p_value = v[:9]
-    runs_reference, runs_patched, ci_low, ci_high = v[9:]
+    runs_reference, runs_patched, ci_low, ci_high, equivalence, calibration = v[9:]
     return VerdictRow(
         test=artifacts.unescape(test),
         query_index=int(index),
@@ -343,7 +394,13 @@ def _verdict(v: Sequence[str]) -> VerdictRow:
         runs_patched=_int(runs_patched),
         ci_low=_float(ci_low),
         ci_high=_float(ci_high),
+        equivalence=_text(equivalence),
+        calibration=_text(calibration),
     )
+
+
+def _text(value: str) -> str:
+    return "" if value == _NULL else artifacts.unescape(value)
 
 
 def _metric(v: Sequence[str]) -> MetricRow:

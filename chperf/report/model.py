@@ -40,6 +40,7 @@ class Header:
     machine: tuple[Field, ...]
     options: tuple[Field, ...]
     profiling_note: str | None  # why there are no flame graphs, when there are none
+    statistics: tuple[str, ...] = ()  # false-discovery control and calibration, in words
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ class QueryView:
     metrics_omitted: int  # insignificant metrics not shown (they are in metrics.tsv)
     plot: Markup | None  # per-run times of both sides, for changed and unstable queries
     has_details: bool  # a details block with id=anchor exists
+    equivalence: str = ""  # "equivalent" / "inconclusive" for unchanged queries
+    not_calibrated: str = ""  # "not calibrated: why" when a calibration file lacks the query
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,8 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         patched=display.duration(patched),
         ratio=display.ratio_text(ratio),
         ci=display.ratio_interval(row.ci_low, row.ci_high) if row else "",
+        equivalence=row.equivalence if row else "",
+        not_calibrated=row.calibration if row and row.calibration.startswith("not ") else "",
         diff=display.percent(diff),
         threshold=display.percent(threshold, signed=False),
         runs=_runs(row),

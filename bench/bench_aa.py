@@ -1,0 +1,94 @@
+"""A/A over the whole suite in adaptive mode (issue 8 bar: 0 changed, at most 1; at most 3%
+unstable): the reference server against itself, then the same artifacts compared again
+without false-discovery control, to show what the FDR holds back.
+
+Prints per-verdict counts, changed count, unstable share, wall time, the slowest five tests,
+and the calibration file the run wrote (OUT/calibration.tsv) in numbers.
+
+Usage: .venv/bin/python bench/bench_aa.py [--tests DIR] [--out DIR] [--binary PATH] [--quick]
+  --quick: tests/data/runner_small (a smoke run of about a minute)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+# Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.runs import CHANGED, QUICK_TESTS, REPO, chperf_run, slowest_tests
+from compare.calibration import CALIBRATION_FILE, read_calibration
+
+BAR_CHANGED = 1
+BAR_UNSTABLE_SHARE = 0.03
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tests", type=Path, default=REPO / "perf_tests")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/chperf-bench-aa"))
+    parser.add_argument("--binary", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="the small smoke suite")
+    args = parser.parse_args()
+    tests = QUICK_TESTS if args.quick else args.tests
+    extra = ["--aa"] + (["--reference", str(args.binary)] if args.binary else [])
+    result = chperf_run(args.out, tests, extra)
+    counts = result.summary["counts"]
+    measured = sum(counts[v] for v in (*CHANGED, "unstable", "unchanged"))
+    changed = sum(counts[v] for v in CHANGED)
+    unstable_share = counts["unstable"] / measured if measured else float("nan")
+    print(f"A/A adaptive over {tests}: {measured} measured queries")
+    print("verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
+    print(f"equivalence of unchanged: {result.summary.get('equivalence')}")
+    print(
+        f"changed {changed} (bar <= {BAR_CHANGED}): {'ok' if changed <= BAR_CHANGED else 'MISSED'}"
+    )
+    print(
+        f"unstable {unstable_share:.1%} of measured (bar <= {BAR_UNSTABLE_SHARE:.0%}): "
+        f"{'ok' if unstable_share <= BAR_UNSTABLE_SHARE else 'MISSED'}"
+    )
+    print(f"fdr: {result.summary.get('fdr')}")
+    print(_without_fdr(args.out))
+    print(
+        f"wall {result.wall_seconds:.1f} s (measured runs {result.measured_seconds:.1f} s, "
+        f"client time {result.client_seconds:.1f} s)"
+    )
+    print("slowest tests: " + ", ".join(f"{t} {s:.1f} s" for t, s in slowest_tests(args.out, 5)))
+    _print_calibration(args.out / CALIBRATION_FILE)
+
+
+def _without_fdr(out: Path) -> str:
+    """Recompare the same artifacts with --fdr 0: the per-query rule's own false positives."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chperf", "compare", str(out), "--fdr", "0"],
+        check=False, cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    line = done.stderr.strip().splitlines()[0] if done.stderr.strip() else "(no output)"
+    # leave OUT as the default run wrote it
+    subprocess.run([sys.executable, "-m", "chperf", "compare", str(out), "--aa"],
+                   check=False, cwd=REPO, capture_output=True)  # fmt: skip
+    return f"the same artifacts without FDR: {line}"
+
+
+def _print_calibration(path: Path) -> None:
+    rows = list(read_calibration(path).rows.values())
+    if not rows:
+        print(f"{path}: no calibrated queries")
+        return
+    flagged = sum(r.flagged for r in rows)
+    print(
+        f"{path}: {len(rows)} queries; flagged by the per-query rule {flagged} "
+        f"({flagged / len(rows):.1%}); mean split flag rate "
+        f"{statistics.fmean(r.flag_rate for r in rows):.3%}; median T "
+        f"{statistics.median(r.threshold for r in rows):.1%}; median |A/A D| "
+        f"{statistics.median(abs(r.diff) for r in rows):.1%}; median MDE "
+        f"{statistics.median(r.mde for r in rows):.1%}; noise floor above 3.3% (raises the 5% "
+        f"min effect): {sum(r.noise_floor > 0.05 / 1.5 for r in rows)}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""A known change (issue 8 bar): patched = the same server with the max_block_size 8192
+overlay, which slows some queries by 5-30% and leaves others alone (METHOD.md §9).
+
+1. Ground truth: a long fixed run (--runs 41) with the overlay; a query's true change is its D.
+2. An adaptive run and a fixed 15-run run with the same overlay.
+Prints, for both: recall on queries whose true change is >= 10% (bar >= 95%), flags in the
+wrong direction (bar 0), flags whose true change is < 2% (bar 0); the measured machine time
+of adaptive / fixed-15 (bar <= 0.6: run.json measured_runs_seconds, and the sum of client
+times), total wall times; and where the adaptive and fixed-15 verdicts disagree.
+
+Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
+  --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+# Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.runs import CHANGED, QUICK_TESTS, REPO, RunResult, chperf_run
+
+OVERLAY = REPO / "overlays" / "max_block_size_8192"
+LARGE = 0.10  # recall is measured on true changes at least this large
+SMALL = 0.02  # a flag on a true change below this is a false one
+BAR_RECALL = 0.95
+BAR_TIME_RATIO = 0.6
+Key = tuple[str, int]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tests", type=Path, default=REPO / "perf_tests")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/chperf-bench-known-change"))
+    parser.add_argument("--truth-runs", type=int, default=41)
+    parser.add_argument("--quick", action="store_true", help="the small smoke suite")
+    args = parser.parse_args()
+    tests = QUICK_TESTS if args.quick else args.tests
+    truth_runs = 11 if args.quick else args.truth_runs
+    overlay = ["--patched-config", str(OVERLAY)]
+    truth_run = chperf_run(args.out / "truth", tests, [*overlay, "--runs", str(truth_runs)])
+    adaptive = chperf_run(args.out / "adaptive", tests, overlay)
+    fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
+    truth = _true_changes(truth_run)
+    print(f"ground truth: {truth_runs} runs a side, {len(truth)} measured queries, "
+          f"{sum(abs(d) >= LARGE for d in truth.values())} with |change| >= {LARGE:.0%}, "
+          f"{sum(abs(d) < SMALL for d in truth.values())} below {SMALL:.0%}")  # fmt: skip
+    for name, run in (("adaptive", adaptive), ("fixed 15", fixed)):
+        _print_accuracy(name, run, truth)
+    _print_time(adaptive, fixed)
+    _print_agreement(adaptive, fixed, truth)
+
+
+def _true_changes(run: RunResult) -> dict[Key, float]:
+    return {k: q["diff"] for k, q in run.verdicts().items() if q["diff"] is not None}
+
+
+def _print_accuracy(name: str, run: RunResult, truth: dict[Key, float]) -> None:
+    verdicts = run.verdicts()
+    large = [k for k, d in truth.items() if abs(d) >= LARGE]
+    found = [k for k in large if verdicts.get(k, {}).get("verdict") == _direction(truth[k])]
+    flagged = [k for k, q in verdicts.items() if q["verdict"] in CHANGED and k in truth]
+    wrong = [k for k in flagged if verdicts[k]["verdict"] != _direction(truth[k])]
+    small = [k for k in flagged if abs(truth[k]) < SMALL]
+    recall = len(found) / len(large) if large else float("nan")
+    print(f"{name}: counts {run.summary['counts']}; fdr {run.summary.get('fdr')}")
+    print(f"  recall on |true change| >= {LARGE:.0%}: {len(found)}/{len(large)} = {recall:.1%} "
+          f"(bar >= {BAR_RECALL:.0%}: {'ok' if recall >= BAR_RECALL else 'MISSED'})")  # fmt: skip
+    missed = [k for k in large if k not in found]
+    for k in missed[:10]:
+        print(f"    missed {k[0]} #{k[1]}: true {truth[k]:+.1%}, {_describe(verdicts.get(k))}")
+    print(f"  wrong direction: {len(wrong)} (bar 0) {_keys(wrong)}")
+    print(f"  flagged with |true change| < {SMALL:.0%}: {len(small)} (bar 0) {_keys(small)}")
+
+
+def _direction(diff: float) -> str:
+    return "slower" if diff > 0 else "faster"
+
+
+def _describe(q: dict[str, Any] | None) -> str:
+    if q is None:
+        return "no verdict"
+    diff = "n/a" if q["diff"] is None else f"{q['diff']:+.1%}"
+    return f"{q['verdict']} (D {diff}, runs {q['runs']}, p {q.get('p_value')})"
+
+
+def _keys(keys: list[Key]) -> str:
+    return ", ".join(f"{t} #{i}" for t, i in keys[:10])
+
+
+def _print_time(adaptive: RunResult, fixed: RunResult) -> None:
+    measured = adaptive.measured_seconds / fixed.measured_seconds
+    client = adaptive.client_seconds / fixed.client_seconds
+    wall = adaptive.wall_seconds / fixed.wall_seconds
+    verdict = "ok" if measured <= BAR_TIME_RATIO else "MISSED"
+    print(
+        f"measured runs (run.json measured_runs_seconds): adaptive "
+        f"{adaptive.measured_seconds:.1f} s, fixed 15 {fixed.measured_seconds:.1f} s, "
+        f"ratio {measured:.2f} (bar <= {BAR_TIME_RATIO}: {verdict})"
+    )
+    print(
+        f"client time of measured runs: adaptive {adaptive.client_seconds:.1f} s, "
+        f"fixed 15 {fixed.client_seconds:.1f} s, ratio {client:.2f}"
+    )
+    print(
+        f"total wall: adaptive {adaptive.wall_seconds:.1f} s, "
+        f"fixed 15 {fixed.wall_seconds:.1f} s, ratio {wall:.2f}"
+    )
+
+
+def _print_agreement(adaptive: RunResult, fixed: RunResult, truth: dict[Key, float]) -> None:
+    a, f = adaptive.verdicts(), fixed.verdicts()
+    keys = sorted(set(a) & set(f))
+    differ = [k for k in keys if a[k]["verdict"] != f[k]["verdict"]]
+    print(f"verdicts agree between adaptive and fixed 15 on {len(keys) - len(differ)}/{len(keys)}"
+          f" queries{'' if differ else ' (all)'}")  # fmt: skip
+    for k in differ[:20]:
+        true = f"{truth[k]:+.1%}" if k in truth else "n/a"
+        print(f"  {k[0]} #{k[1]} (true {true}): adaptive {_describe(a[k])}; "
+              f"fixed 15 {_describe(f[k])}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

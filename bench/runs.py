@@ -1,0 +1,53 @@
+"""Shared by the issue 8 benchmarks: run `chperf run` as a subprocess and read its outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chperf.artifacts import RUNS, TESTS, read_manifest, read_table
+
+REPO = Path(__file__).resolve().parents[1]
+QUICK_TESTS = REPO / "tests" / "data" / "runner_small"
+CHANGED = ("faster", "slower")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    out: Path
+    exit_code: int
+    wall_seconds: float  # the whole `chperf run` process, servers and compare included
+    measured_seconds: float  # run.json measured_runs_seconds: the ABBA runs alone
+    client_seconds: float  # sum of client_time over all measured runs, both sides
+    summary: dict[str, Any]
+
+    def verdicts(self) -> dict[tuple[str, int], dict[str, Any]]:
+        return {(q["test"], q["query_index"]): q for q in self.summary["queries"]}
+
+
+def chperf_run(out: Path, tests: Path, extra: list[str]) -> RunResult:
+    command = [sys.executable, "-m", "chperf", "run", "--tests", str(tests), "--out", str(out),
+               "--force", "--no-profile", *extra]  # fmt: skip
+    print("$ " + " ".join(command), file=sys.stderr)
+    start = time.perf_counter()
+    done = subprocess.run(command, check=False, cwd=REPO)
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"chperf run failed with exit code {done.returncode}; see {out}")
+    manifest = read_manifest(out)
+    client = sum(r.client_time for r in read_table(out, RUNS).rows)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    return RunResult(
+        out, done.returncode, wall, float(manifest.get("measured_runs_seconds", 0.0)), client,
+        summary,
+    )  # fmt: skip
+
+
+def slowest_tests(out: Path, count: int) -> list[tuple[str, float]]:
+    rows = read_table(out, TESTS).rows
+    return sorted(((r.test, r.wall_time) for r in rows), key=lambda t: -t[1])[:count]

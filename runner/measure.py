@@ -39,6 +39,9 @@ from runner.stopping import StopDecision, StopRule, should_stop
 from runner.testdef import TestDef, TestQuery
 
 QUERY_LOG_ATTEMPTS = 10
+# After a dropped connection, how long to wait for the server process to be reaped before
+# calling it hung rather than dead.
+DEATH_GRACE_S = 2.0
 QUERY_LOG_RETRY_S = 0.2
 
 
@@ -168,22 +171,21 @@ class Measurer:
             return outcome
         message = outcome.message
         if outcome.server_gone:
-            message = self._recover(side, test, query, label, outcome)
+            where = f"during {test.name} query {query.index} ({label})"
+            message = self.recover(side, test.name, query.index, where, outcome.message)
         self.writers.errors.write(
             ErrorRow(test.name, query.index, side, stage, outcome.error_code, message)
         )
         return None
 
-    def _recover(
-        self, side: str, test: TestDef, query: TestQuery, label: str, outcome: QueryOutcome
-    ) -> str:
-        """The server did not answer: find out why, restart it, record what happened."""
+    def recover(self, side: str, test: str, query_index: int, where: str, failure: str) -> str:
+        """The server did not answer: find out why, restart it, record what happened.
+
+        Call from the main thread only: a server started from a worker thread would be
+        killed when that thread ends (PR_SET_PDEATHSIG follows the thread)."""
         process = self.pair.side(side).process
-        where = f"during {test.name} query {query.index} ({label})"
-        if process.is_alive():
-            what = (
-                f"{process.describe()} stopped answering {where} ({outcome.message}); restarted it"
-            )
+        if not process.exits_within(DEATH_GRACE_S):
+            what = f"{process.describe()} stopped answering {where} ({failure}); restarted it"
         else:
             what = f"{process.describe()} exited with code {process.exit_code()} {where}"
         log = process.log_tail()
@@ -193,9 +195,9 @@ class Measurer:
         except InfrastructureError as e:
             raise InfrastructureError(f"{what}; restart failed: {e.message}") from e
         self.writers.errors.write(
-            ErrorRow(test.name, query.index, side, STAGE_SERVER, 0, f"{what}\n{log}")
+            ErrorRow(test, query_index, side, STAGE_SERVER, 0, f"{what}\n{log}")
         )
-        return f"{what}: {outcome.message}"
+        return f"{what}: {failure}"
 
     def collect_query_log(self, test: str) -> None:
         """Flush and read system.query_log for this test's runs on both servers."""

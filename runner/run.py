@@ -33,7 +33,7 @@ from chperf.artifacts import (
 from chperf.errors import ChperfError
 from compare.randomization import Samples
 from compare.verdict import Thresholds, Verdict
-from runner.executor import HttpExecutor
+from runner.executor import HttpExecutor, QueryOutcome
 from runner.interim import InterimJudge
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers
@@ -254,7 +254,7 @@ class Run:
             for test in tests:
                 if self._run_test(measurer, progress, test) and profiler is not None:
                     self._profile(profiler, judge, measurer, test)
-                self._teardown(pair, test)
+                self._teardown(measurer, test)
                 measurer.samples.clear()
         finally:
             self.manifest["measured_runs_seconds"] = round(measurer.run_seconds, 6)
@@ -283,7 +283,6 @@ class Run:
 
     def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> bool:
         """Set up and measure one test; True when its queries were measured."""
-        pair = measurer.pair
         start = time.monotonic()
         queries = selected_queries(test, self.options)
         for q in queries:
@@ -297,8 +296,8 @@ class Run:
         if not queries:
             return False
         status, reason = "ran", ""
-        self._on_both(pair, test, _statements(test, ("drop_query",)), stage=None)
-        if self._on_both(pair, test, _statements(test, SETUP_KINDS), STAGE_SETUP):
+        self._on_both(measurer, test, _statements(test, ("drop_query",)), stage=None)
+        if self._on_both(measurer, test, _statements(test, SETUP_KINDS), STAGE_SETUP):
             for q in queries:
                 progress.start_query(test.name, q.index)
                 measurer.measure(test, q)
@@ -311,12 +310,12 @@ class Run:
         self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
         return status == "ran"
 
-    def _teardown(self, pair: ServerPair, test: TestDef) -> None:
+    def _teardown(self, measurer: Measurer, test: TestDef) -> None:
         if self.options.long or not test.is_long:
-            self._on_both(pair, test, _statements(test, ("drop_query",)), STAGE_TEARDOWN)
+            self._on_both(measurer, test, _statements(test, ("drop_query",)), STAGE_TEARDOWN)
 
     def _on_both(
-        self, pair: ServerPair, test: TestDef, queries: tuple[Statement, ...], stage: str | None
+        self, measurer: Measurer, test: TestDef, queries: tuple[Statement, ...], stage: str | None
     ) -> bool:
         """Run setup/teardown queries on both servers in parallel; record failures.
 
@@ -325,15 +324,21 @@ class Run:
         if not queries:
             return True
 
-        def run_side(side: str) -> list[ErrorRow]:
+        def run_side(side: str) -> tuple[ErrorRow | None, QueryOutcome | None]:
             return _run_statements(pair, side, test, queries, stage)
 
+        pair = measurer.pair
         with ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(run_side, SIDES))
-        problems = [row for rows in results for row in rows]
-        for row in problems:
-            self.writers.errors.write(row)
-        return not problems
+            results = dict(zip(SIDES, pool.map(run_side, SIDES), strict=True))
+        ok = True
+        for side, (error, gone) in results.items():
+            if error is not None:
+                self.writers.errors.write(error)
+                ok = False
+            if gone is not None:
+                where = f"during {test.name} {stage or 'drop'} queries"
+                measurer.recover(side, test.name, WHOLE_TEST, where, gone.message)
+        return ok
 
 
 def _statements(test: TestDef, kinds: tuple[str, ...]) -> tuple[Statement, ...]:
@@ -342,20 +347,28 @@ def _statements(test: TestDef, kinds: tuple[str, ...]) -> tuple[Statement, ...]:
 
 def _run_statements(
     pair: ServerPair, side: str, test: TestDef, queries: tuple[Statement, ...], stage: str | None
-) -> list[ErrorRow]:
+) -> tuple[ErrorRow | None, QueryOutcome | None]:
+    """The first failure (recorded unless stage is None) and, if the server did not answer,
+    the outcome that says so: the main thread restarts the server."""
     executor = HttpExecutor(pair.side(side).process.ports.http, SETUP_TIMEOUT_S)
     settings = dict(test.settings)
     try:
         for number, statement in enumerate(queries):
             qid = f"{test.name}.{stage or 'drop'}{number}"
             outcome = executor.execute(statement.sql, qid, settings)
-            if not outcome.ok and stage is not None:
-                where = f"{statement.location}: <{statement.kind}>"
-                message = f"{where} failed on the {side} server: {outcome.message}"
-                return [ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message)]
+            if outcome.ok:
+                continue
+            gone = outcome if outcome.server_gone else None
+            if stage is None:
+                if gone:
+                    return None, gone
+                continue
+            where = f"{statement.location}: <{statement.kind}>"
+            message = f"{where} failed on the {side} server: {outcome.message}"
+            return ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message), gone
     finally:
         executor.close()
-    return []
+    return None, None
 
 
 def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = None) -> Run:

@@ -173,6 +173,16 @@ class ServerProcess:
     def is_alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    def exits_within(self, seconds: float) -> bool:
+        """A killed server takes a moment to be reaped after its sockets close."""
+        if self._process is None:
+            return True
+        try:
+            self._process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def exit_code(self) -> int | None:
         return self._process.poll() if self._process else None
 

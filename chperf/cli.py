@@ -202,6 +202,7 @@ def _stop_rule(args: argparse.Namespace, compare: CompareOptions) -> StopRule:
         max_runs=args.max_runs or defaults.max_runs,
         target=compare.min_effect,
         min_effect=compare.min_effect,
+        fdr_q=compare.fdr,
     )
     if rule.min_runs > rule.max_runs:
         raise ChperfError(f"--min-runs {rule.min_runs} is above --max-runs {rule.max_runs}")

@@ -102,6 +102,7 @@ class Measurer:
         # Client times of the current test's queries, for interim verdicts (profiling).
         self.samples: dict[int, dict[str, list[float]]] = {}
         self.stop_rule = stop_rule
+        self.discoveries = 0  # queries stopped as changed with an FDR-safe p-value
         self.judge = judge
 
     def close(self) -> None:
@@ -137,6 +138,7 @@ class Measurer:
             decision = self._stop_decision(run + 1, times)
             if decision is not None and decision.stop:
                 reason = decision.reason
+                self.discoveries += decision.discovery
                 break
         self.run_seconds += time.perf_counter() - start
         completed = min(len(t) for t in times.values()) if all(times.values()) else 0
@@ -154,7 +156,7 @@ class Measurer:
         stats = None
         if runs >= self.stop_rule.min_runs and all(times.values()):
             stats = self.judge.stats(Samples(tuple(times[REFERENCE]), tuple(times[PATCHED])))
-        return should_stop(self.stop_rule, runs, spent, stats)
+        return should_stop(self.stop_rule, runs, spent, stats, self.discoveries)
 
     def _execute(
         self,

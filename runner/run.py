@@ -237,13 +237,18 @@ class Run:
             if self.options.long or not t.is_long
         )
         progress = Progress(total_queries=total, runs=self.options.runs)
+        stop_rule = self.options.stop_rule
+        if stop_rule is not None:
+            # m of compare's BH step; a shard's merged run has about N times its queries.
+            shards = self.options.shard.count if self.options.shard else 1
+            stop_rule = dataclasses.replace(stop_rule, queries=total * shards)
         judge = InterimJudge(self.options.thresholds)
         measurer = Measurer(
             pair,
             self.writers,
             self.options.runs,
             self.options.max_query_seconds,
-            self.options.stop_rule,
+            stop_rule,
             judge,
         )
         profiler = None

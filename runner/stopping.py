@@ -10,6 +10,13 @@ query's client times decide whether more runs can still change its verdict:
 3. With T at or below the target, stop once |D| is at least T/2 away from the minimum
    effect: a further move of D by half the current noise floor would not flip the verdict.
    Queries whose |D| sits near the minimum effect run on to `max_runs`.
+4. With false-discovery control on (`--fdr q`), a query that looks changed stops only once
+   its randomization p-value is at most (c + 1) * q / m, where m is the number of queries
+   of the run and c the number that already stopped this way. Every query stopped as
+   changed then has p <= C * q / m for the final count C, so all of them are
+   Benjamini-Hochberg discoveries at the end, whatever the other p-values. Without this, a
+   lone change would stop at 7 runs, where no p-value can be below 0.0117, and compare's
+   BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
 
 Looking at the data repeatedly and stopping early changes error rates; the A/A false
 positive rate of this rule is measured by bench/bench_adaptive.py, not assumed.
@@ -39,18 +46,26 @@ class StopRule:
     target: float = 0.05  # T at which a verdict can settle; default: the minimum effect
     min_effect: float = 0.05
     budget_seconds: float = QUERY_BUDGET_S
+    fdr_q: float | None = None  # false-discovery rate of compare's BH step; None: off
+    queries: int = 1  # m: the number of queries in the run, for the discovery level
 
 
 @dataclass(frozen=True)
 class StopDecision:
     stop: bool
     reason: str
+    discovery: bool = False  # stopped as changed with an FDR-safe p-value (rule 4)
 
 
 def should_stop(
-    rule: StopRule, runs: int, spent_seconds: float, stats: SeriesStats | None
+    rule: StopRule,
+    runs: int,
+    spent_seconds: float,
+    stats: SeriesStats | None,
+    discoveries: int = 0,
 ) -> StopDecision:
-    """`runs` completed on each side; `stats` of client time, None if not computable."""
+    """`runs` completed on each side; `stats` of client time, None if not computable;
+    `discoveries`: queries of this run already stopped as changed."""
     if runs < rule.min_runs:
         return StopDecision(False, f"fewer than {rule.min_runs} runs")
     if runs >= rule.max_runs:
@@ -64,4 +79,16 @@ def should_stop(
         return StopDecision(False, f"T {threshold:.1%} above the target {rule.target:.1%}")
     if distance < threshold / 2:
         return StopDecision(False, f"|D| within T/2 of the minimum effect {rule.min_effect:.1%}")
+    looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect)
+    if looks_changed and rule.fdr_q is not None:
+        level = discovery_level(rule, discoveries)
+        figures = f"D {stats.diff:+.1%}, p {stats.p_value:.2g}, discovery level {level:.2g}"
+        if stats.p_value > level:
+            return StopDecision(False, f"looks changed, p above the discovery level ({figures})")
+        return StopDecision(True, f"settled changed ({figures})", discovery=True)
     return StopDecision(True, f"settled: T {threshold:.1%}, D {stats.diff:+.1%}")
+
+
+def discovery_level(rule: StopRule, discoveries: int) -> float:
+    assert rule.fdr_q is not None
+    return (discoveries + 1) * rule.fdr_q / max(rule.queries, 1)

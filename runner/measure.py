@@ -35,7 +35,7 @@ from runner.executor import HttpExecutor, QueryOutcome
 from runner.interim import InterimJudge
 from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label
 from runner.servers import ServerPair
-from runner.stopping import StopDecision, StopRule, should_stop
+from runner.stopping import StopDecision, StopRule, is_checkpoint, should_stop
 from runner.testdef import TestDef, TestQuery
 
 QUERY_LOG_ATTEMPTS = 10
@@ -154,7 +154,7 @@ class Measurer:
             return None
         spent = sum(sum(t) for t in times.values())
         stats = None
-        if runs >= self.stop_rule.min_runs and all(times.values()):
+        if is_checkpoint(self.stop_rule, runs) and all(times.values()):
             stats = self.judge.stats(Samples(tuple(times[REFERENCE]), tuple(times[PATCHED])))
         return should_stop(self.stop_rule, runs, spent, stats, self.discoveries)
 

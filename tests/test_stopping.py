@@ -54,3 +54,9 @@ def test_earlier_discoveries_raise_the_level_for_later_ones() -> None:
 def test_a_clearly_unchanged_query_is_not_held_back_by_false_discovery_control() -> None:
     decision = should_stop(FDR_RULE, 7, 1.0, stats(0.0, 0.03, p_value=0.9))
     assert decision.stop and not decision.discovery
+
+
+def test_statistics_are_computed_every_second_run_from_the_minimum() -> None:
+    from runner.stopping import is_checkpoint
+
+    assert [n for n in range(1, 14) if is_checkpoint(RULE, n)] == [7, 9, 11, 13]

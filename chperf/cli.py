@@ -17,9 +17,13 @@ from compare.compare import CompareOptions, compare_directory
 from compare.fdr import FDR_Q
 from compare.verdict import Thresholds
 from runner.profiler import ProfileOptions
+from runner.run import RunOptions, run
+from runner.server import ServerSpec
+from runner.serverconfig import validate_overlay
 from runner.stopping import StopRule
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+MAX_PRINTED_FAILURES = 20
 FIXED_RUNS_DEFAULT = 15  # unused in adaptive mode; the fixed mode's conventional count
 DEFAULT_MAX_QUERY_SECONDS = 30.0
 
@@ -152,10 +156,7 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_options(args: argparse.Namespace) -> object:
-    from runner.run import RunOptions
-    from runner.server import ServerSpec
-
+def _run_options(args: argparse.Namespace) -> RunOptions:
     reference = Path(args.reference or default_server_binary())
     patched = Path(args.patched or default_server_binary())
     if args.aa:
@@ -166,8 +167,6 @@ def _run_options(args: argparse.Namespace) -> object:
             )
         patched, args.patched_config = reference, list(args.reference_config)
     for overlay in [*args.reference_config, *args.patched_config]:
-        from runner.serverconfig import validate_overlay
-
         validate_overlay(overlay)
     compare = _compare_options(args)
     return RunOptions(
@@ -210,10 +209,7 @@ def _stop_rule(args: argparse.Namespace, compare: CompareOptions) -> StopRule:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runner.run import RunOptions, run
-
     options = _run_options(args)
-    assert isinstance(options, RunOptions)
     run(options)
     print(f"chperf: artifacts in {options.out}", file=sys.stderr)
     return analyze(options.out, _compare_options(args))
@@ -236,13 +232,23 @@ def _compare_options(args: argparse.Namespace) -> CompareOptions:
 
 
 def analyze(out: Path, options: CompareOptions) -> int:
-    """compare, then report: the exit code is the check's; a report failure is exit 3."""
+    """compare, then report. Errors while building the report fail the check too (the
+    report's status line says so): a report that may be missing something is not green."""
+    compared = _compare(out, options)
+    reported = _report(out)
+    return int(max(compared, reported))
+
+
+def _compare(out: Path, options: CompareOptions) -> ExitCode:
     result = compare_directory(out, options)
     print(f"chperf: {result.status}: {result.message}", file=sys.stderr)
-    for failure in result.failures[:20]:
+    for failure in result.failures[:MAX_PRINTED_FAILURES]:
         print(f"chperf:   {failure}", file=sys.stderr)
-    report = _report(out)
-    return int(result.exit_code) if report == ExitCode.OK else int(report)
+    if len(result.failures) > MAX_PRINTED_FAILURES:
+        print(
+            f"chperf:   ... and {len(result.failures) - MAX_PRINTED_FAILURES} more", file=sys.stderr
+        )
+    return result.exit_code
 
 
 def _report(out: Path) -> ExitCode:
@@ -252,15 +258,11 @@ def _report(out: Path) -> ExitCode:
     for problem in rendered.problems:
         print(f"chperf: report: {problem}", file=sys.stderr)
     print(f"chperf: report in {rendered.path}", file=sys.stderr)
-    return ExitCode.OK
+    return ExitCode.CHECK_FAILED if rendered.problems else ExitCode.OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    result = compare_directory(args.out, _compare_options(args))
-    print(f"chperf: {result.status}: {result.message}", file=sys.stderr)
-    for failure in result.failures[:20]:
-        print(f"chperf:   {failure}", file=sys.stderr)
-    return int(result.exit_code)
+    return int(_compare(args.out, _compare_options(args)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -295,6 +297,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print("chperf: terminated; servers stopped, artifacts kept", file=sys.stderr)
         return int(ExitCode.TERMINATED)
+    except Exception as e:  # a bug in chperf: say so plainly; the traceback is for -v
+        if args.verbose:
+            traceback.print_exc()
+        print(f"chperf: internal error: {type(e).__name__}: {e} (rerun with -v)", file=sys.stderr)
+        return int(ExitCode.INFRASTRUCTURE)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ def efficiency(binary: Path, tests: Path, runs: int) -> tuple[float, float, floa
         out = Path(tmp) / "out"
         subprocess.run(
             [sys.executable, "-m", "chperf", "run", "--tests", str(tests), "--runs", str(runs),
+             "--no-profile",
              "--reference", str(binary), "--patched", str(binary), "--out", str(out)],
             check=False, cwd=REPO,
         )  # fmt: skip

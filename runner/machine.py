@@ -7,6 +7,8 @@ import platform
 import socket
 from pathlib import Path
 
+from runner.environment import environment_facts
+
 
 def cpu_model() -> str:
     try:
@@ -25,4 +27,5 @@ def machine_facts() -> dict[str, object]:
         "kernel": platform.release(),
         "hostname": socket.gethostname(),
         "python": platform.python_version(),
+        **environment_facts(),
     }

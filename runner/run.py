@@ -33,6 +33,7 @@ from chperf.artifacts import (
 from chperf.errors import ChperfError
 from compare.randomization import Samples
 from compare.verdict import Thresholds, Verdict
+from runner.environment import environment_warnings
 from runner.executor import HttpExecutor, QueryOutcome
 from runner.interim import InterimJudge
 from runner.machine import machine_facts
@@ -199,6 +200,11 @@ class Run:
             "warnings": [str(w) for t in loaded.tests for w in t.warnings],
         }
         self._start = time.monotonic()
+        machine = self.manifest["machine"]
+        assert isinstance(machine, dict)
+        for warning in environment_warnings(machine):
+            print(f"chperf: warning: {warning}", file=sys.stderr)
+            machine["warning"] = warning
 
     def execute(self) -> None:
         try:

@@ -1,0 +1,66 @@
+"""Facts about the machine that change how noisy measurements are, with warnings.
+
+Seen on this project's VMs: DAMON proactive reclaim ("pageout" on physical memory) pages
+out file-backed memory that has not been touched for ~30 s, the server's code and table
+files among it. Both servers then run slower for a few seconds until the pages are back:
+shifts of 50-100% shared by neighbouring runs, which ABBA keeps out of D but which inflate
+the randomization threshold T (queries become unstable). chperf reports it, with the
+remedy, rather than changing the host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DAMON_ADMIN = Path("/sys/kernel/mm/damon/admin/kdamonds")
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def proactive_reclaim(admin: Path = DAMON_ADMIN) -> str | None:
+    """A description of every running DAMON "pageout" scheme, or None when there is none."""
+    found = []
+    for kdamond in sorted(admin.glob("[0-9]*")):
+        if _read(kdamond / "state") != "on":
+            continue
+        for context in sorted((kdamond / "contexts").glob("[0-9]*")):
+            aggregation_us = _read(context / "monitoring_attrs" / "intervals" / "aggr_us")
+            for scheme in sorted((context / "schemes").glob("[0-9]*")):
+                if _read(scheme / "action") != "pageout":
+                    continue
+                age = _read(scheme / "access_pattern" / "age" / "min")
+                idle = ""
+                if age.isdigit() and aggregation_us.isdigit():
+                    idle = f" memory idle for {int(age) * int(aggregation_us) / 1e6:.0f} s"
+                found.append(f"DAMON pageout (kdamond {kdamond.name}):{idle} is paged out")
+    return "; ".join(found) or None
+
+
+def transparent_hugepages() -> str:
+    text = _read(THP)
+    start, end = text.find("["), text.find("]")
+    return text[start + 1 : end] if 0 <= start < end else "unknown"
+
+
+def environment_facts() -> dict[str, object]:
+    return {
+        "proactive_reclaim": proactive_reclaim() or "none",
+        "transparent_hugepages": transparent_hugepages(),
+    }
+
+
+def environment_warnings(facts: dict[str, object]) -> list[str]:
+    reclaim = facts.get("proactive_reclaim")
+    if not reclaim or reclaim == "none":
+        return []
+    return [
+        f"proactive memory reclaim is on ({reclaim}): servers slow down for seconds at a "
+        "time when their pages come back, which makes queries unstable; for measurements, "
+        f"stop it (echo off > {DAMON_ADMIN}/N/state) or use a machine without it"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +105,8 @@ class Measurer:
         self.stop_rule = stop_rule
         self.discoveries = 0  # queries stopped as changed with an FDR-safe p-value
         self.judge = judge
+        # Called after a server restart (new PID), so run.json always names live processes.
+        self.on_restart: Callable[[], None] = lambda: None
 
     def close(self) -> None:
         for executor in self.executors.values():
@@ -194,6 +197,7 @@ class Measurer:
         process.incidents.append(what)
         try:
             process.restart()
+            self.on_restart()
         except InfrastructureError as e:
             raise InfrastructureError(f"{what}; restart failed: {e.message}") from e
         self.writers.errors.write(

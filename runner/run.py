@@ -257,6 +257,7 @@ class Run:
             stop_rule,
             judge,
         )
+        measurer.on_restart = lambda: self._write_servers(pair)
         profiler = None
         if self.options.profile.mode != "none":
             timeout = self.options.max_query_seconds
@@ -276,6 +277,10 @@ class Run:
             judge.close()
             measurer.close()
             progress.finish()
+
+    def _write_servers(self, pair: ServerPair) -> None:
+        self.manifest["servers"] = pair.infos()
+        write_manifest(self.options.out, self.manifest)
 
     def _profile(
         self, profiler: Profiler, judge: InterimJudge, measurer: Measurer, test: TestDef

@@ -102,6 +102,7 @@ def test_patched_server_killed_mid_run_is_restarted_and_recorded(
     assert {r.server for r in runs.rows if r.query_index == last} == {"reference", "patched"}
     patched = manifest(out)["servers"]["patched"]  # type: ignore[index]
     assert patched["restarts"] == 1 and patched["pid"] != first_pid
+    assert patched["incidents"] and f"pid {first_pid}" in patched["incidents"][0]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "failure"
     assert not processes_under(servers_dir)

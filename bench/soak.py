@@ -1,7 +1,8 @@
 """Soak: the suite runs for a long time while faults are injected every few minutes.
 
 Faults rotate: SIGKILL the patched server, SIGKILL the reference server, SIGSTOP the patched
-server (alive but silent: a hang, found by the client timeout). Successive `chperf run`s of
+server (alive but silent: a hang, found by the client timeout). At the deadline the run in
+progress gets SIGINT (exit 130, status "interrupted", artifacts still consistent). Successive `chperf run`s of
 the suite fill the duration. After each run: every artifact reads back without a damaged
 line, run.json is complete, every injected fault is recorded in errors.tsv, verdicts and
 the report exist, and no process started under the run's servers directory remains.
@@ -35,6 +36,7 @@ class RunReport:
     faults: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     runs: int = 0
+    interrupted: bool = False  # SIGINT at the soak's deadline
 
 
 def processes_under(directory: Path) -> list[int]:
@@ -76,16 +78,21 @@ def check(report: RunReport, servers_dir: Path) -> None:
         contents = read_table(out, table)
         report.problems += [str(p) for p in contents.problems if not contents.missing]
     manifest = json.loads((out / "run.json").read_text())
-    if manifest.get("status") != "complete":
-        report.problems.append(f"run.json status {manifest.get('status')!r}")
+    expected = "interrupted" if report.interrupted else "complete"
+    if manifest.get("status") != expected:
+        report.problems.append(f"run.json status {manifest.get('status')!r}, not {expected}")
     incidents = [e for e in read_table(out, ERRORS).rows if e.stage == "server"]
     if len(incidents) < len(report.faults):
         report.problems.append(f"{len(report.faults)} faults but {len(incidents)} incidents")
-    for name in ("verdicts.tsv", "summary.json", "report.html"):
-        if not (out / name).exists():
-            report.problems.append(f"{name} missing")
-    if report.faults and report.exit_code not in (1, 3):
-        report.problems.append(f"exit code {report.exit_code} after faults")
+    if report.interrupted:
+        if report.exit_code != 130:
+            report.problems.append(f"exit code {report.exit_code} after SIGINT, not 130")
+    else:
+        for name in ("verdicts.tsv", "summary.json", "report.html"):
+            if not (out / name).exists():
+                report.problems.append(f"{name} missing")
+        if report.faults and report.exit_code not in (1, 3):
+            report.problems.append(f"exit code {report.exit_code} after faults")
     leftovers = processes_under(servers_dir)
     if leftovers:
         report.problems.append(f"processes left behind: {leftovers}")
@@ -103,6 +110,11 @@ def soak_run(
     next_fault = time.monotonic() + args.fault_every
     while process.poll() is None:
         time.sleep(1)
+        if time.monotonic() >= deadline and not report.interrupted:
+            # The last fault: Ctrl-C at the deadline; the artifacts must still be consistent.
+            process.send_signal(signal.SIGINT)
+            report.interrupted = True
+            print(f"soak: {time.strftime('%H:%M:%S')} deadline: SIGINT to chperf", flush=True)
         if time.monotonic() >= next_fault and time.monotonic() < deadline:
             fault = FAULTS[counter[0] % len(FAULTS)]
             if inject(fault, out):

@@ -2,10 +2,11 @@
 
 Faults rotate: SIGKILL the patched server, SIGKILL the reference server, SIGSTOP the patched
 server (alive but silent: a hang, found by the client timeout). At the deadline the run in
-progress gets SIGINT (exit 130, status "interrupted", artifacts still consistent). Successive `chperf run`s of
-the suite fill the duration. After each run: every artifact reads back without a damaged
-line, run.json is complete, every injected fault is recorded in errors.tsv, verdicts and
-the report exist, and no process started under the run's servers directory remains.
+progress gets SIGINT (exit 130, status "interrupted", artifacts still consistent).
+Successive `chperf run`s of the suite fill the duration. After each run: every artifact
+reads back without a damaged line, run.json is complete, every injected fault is recorded
+in errors.tsv, verdicts and the report exist, and no process started under the run's
+servers directory remains.
 
 Usage: .venv/bin/python bench/soak.py [--minutes 20] [--fault-every 240] [--tests DIR]
 """

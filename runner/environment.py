@@ -1,11 +1,10 @@
-"""Facts about the machine that change how noisy measurements are, with warnings.
+"""Facts about the machine that can change how noisy measurements are, with warnings.
 
 Seen on this project's VMs: DAMON proactive reclaim ("pageout" on physical memory) pages
 out file-backed memory that has not been touched for ~30 s, the server's code and table
-files among it. Both servers then run slower for a few seconds until the pages are back:
-shifts of 50-100% shared by neighbouring runs, which ABBA keeps out of D but which inflate
-the randomization threshold T (queries become unstable). chperf reports it, with the
-remedy, rather than changing the host.
+files among it; a server whose pages were paged out pays for them on its next queries.
+An A/A run with it stopped was not quieter here (bench/bench_aa.py, see the session
+notes), so this is reported as a fact to look at, not as the known cause of instability.
 """
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ def environment_warnings(facts: dict[str, object]) -> list[str]:
     if not reclaim or reclaim == "none":
         return []
     return [
-        f"proactive memory reclaim is on ({reclaim}): servers slow down for seconds at a "
-        "time when their pages come back, which makes queries unstable; for measurements, "
-        f"stop it (echo off > {DAMON_ADMIN}/N/state) or use a machine without it"
+        f"proactive memory reclaim is on ({reclaim}): a server may run slower while its "
+        "paged-out code and data come back; if queries are unstable, compare with it "
+        f"stopped (echo off > {DAMON_ADMIN}/N/state)"
     ]

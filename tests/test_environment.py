@@ -22,7 +22,7 @@ def test_running_damon_pageout_is_reported_with_its_idle_time(tmp_path: Path) ->
     reclaim = proactive_reclaim(tmp_path)
     assert reclaim == "DAMON pageout (kdamond 0): memory idle for 30 s is paged out"
     [warning] = environment_warnings({"proactive_reclaim": reclaim})
-    assert "unstable" in warning and "echo off" in warning
+    assert "paged-out" in warning and "echo off" in warning
 
 
 def test_stopped_damon_or_other_actions_give_no_warning(tmp_path: Path) -> None:

@@ -45,6 +45,19 @@ def start_chperf(args: list[str]) -> subprocess.Popen[str]:
     )
 
 
+def start_run(
+    tmp_path: Path, binary: Path, test: str, *extra: str
+) -> tuple[subprocess.Popen[str], Path, Path]:
+    """`chperf run` of one reliability test with private out and servers directories."""
+    out, servers_dir = tmp_path / "out", tmp_path / "servers"
+    servers_dir.mkdir()
+    process = start_chperf(
+        ["--tests", str(DATA / "reliability" / test), *extra, "--out", str(out),
+         "--servers-dir", str(servers_dir), "--reference", str(binary), "--patched", str(binary)]
+    )  # fmt: skip
+    return process, out, servers_dir
+
+
 def wait_for(condition: Callable[[], bool], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -78,13 +91,7 @@ def servers_started(out: Path) -> bool:
 def test_patched_server_killed_mid_run_is_restarted_and_recorded(
     tmp_path: Path, server_binary: Path
 ) -> None:
-    out, servers_dir = tmp_path / "out", tmp_path / "servers"
-    servers_dir.mkdir()
-    process = start_chperf(
-        ["--tests", str(DATA / "reliability" / "several.xml"), "--runs", "25",
-         "--out", str(out), "--servers-dir", str(servers_dir),
-         "--reference", str(server_binary), "--patched", str(server_binary)]
-    )  # fmt: skip
+    process, out, servers_dir = start_run(tmp_path, server_binary, "several.xml", "--runs", "25")
     wait_for(lambda: servers_started(out) and run_rows(out) >= 60)
     first_pid = patched_pid(out)
     os.kill(first_pid, signal.SIGKILL)
@@ -111,13 +118,9 @@ def test_patched_server_killed_mid_run_is_restarted_and_recorded(
 def test_server_that_stops_answering_is_restarted_and_the_query_recorded(
     tmp_path: Path, server_binary: Path
 ) -> None:
-    out, servers_dir = tmp_path / "out", tmp_path / "servers"
-    servers_dir.mkdir()
-    process = start_chperf(
-        ["--tests", str(DATA / "reliability" / "hang.xml"), "--runs", "40",
-         "--max-query-seconds", "2", "--out", str(out), "--servers-dir", str(servers_dir),
-         "--reference", str(server_binary), "--patched", str(server_binary)]
-    )  # fmt: skip
+    process, out, servers_dir = start_run(
+        tmp_path, server_binary, "hang.xml", "--runs", "40", "--max-query-seconds", "2"
+    )
     wait_for(lambda: servers_started(out) and run_rows(out) >= 4)
     os.kill(patched_pid(out), signal.SIGSTOP)  # alive but silent: a hang
     _, stderr = process.communicate(timeout=180)
@@ -136,13 +139,7 @@ def test_server_that_stops_answering_is_restarted_and_the_query_recorded(
 def test_signal_stops_servers_and_keeps_consistent_artifacts(
     tmp_path: Path, server_binary: Path, sig: signal.Signals, code: int
 ) -> None:
-    out, servers_dir = tmp_path / "out", tmp_path / "servers"
-    servers_dir.mkdir()
-    process = start_chperf(
-        ["--tests", str(DATA / "reliability" / "several.xml"), "--runs", "500",
-         "--out", str(out), "--servers-dir", str(servers_dir),
-         "--reference", str(server_binary), "--patched", str(server_binary)]
-    )  # fmt: skip
+    process, out, servers_dir = start_run(tmp_path, server_binary, "several.xml", "--runs", "500")
     wait_for(lambda: servers_started(out) and run_rows(out) >= 10)
     process.send_signal(sig)
     if sig == signal.SIGINT:

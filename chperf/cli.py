@@ -15,6 +15,7 @@ from chperf import cli_scaleout
 from chperf.errors import ChperfError, ExitCode
 from compare.compare import CompareOptions, compare_directory
 from compare.fdr import FDR_Q
+from compare.paired import METHODS, PAIRED
 from compare.verdict import Thresholds
 from runner.profiler import ProfileOptions
 from runner.run import RunOptions, run
@@ -136,6 +137,12 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unstable-threshold", type=_fraction, default=None)
     p.add_argument("--fail-on-unstable", action="store_true")
     p.add_argument(
+        "--method",
+        choices=METHODS,
+        default=PAIRED,
+        help="paired: within ABBA pairs (default); pooled: ClickHouse's pooled runs",
+    )
+    p.add_argument(
         "--fdr",
         type=_fdr_level,
         default=FDR_Q,
@@ -184,6 +191,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
             budget_seconds=args.profile_budget,
         ),
         thresholds=Thresholds(compare.min_effect, compare.unstable_threshold),
+        method=compare.method,
         long=args.long,
         max_query_seconds=args.max_query_seconds,
         keep_servers_dir=args.keep_servers_dir,
@@ -225,6 +233,7 @@ def _compare_options(args: argparse.Namespace) -> CompareOptions:
             else args.unstable_threshold
         ),
         fail_on_unstable=args.fail_on_unstable,
+        method=args.method,
         fdr=args.fdr or None,
         calibration=args.calibration,
         aa=args.aa,

@@ -118,7 +118,7 @@ def calibration_rows(
                 diff=stats.diff,
                 threshold=stats.threshold,
                 p_value=stats.p_value,
-                flagged=abs(stats.diff) >= stats.threshold and abs(stats.diff) >= min_effect,
+                flagged=stats.significant and abs(stats.diff) >= min_effect,
                 flag_rate=rate,
                 mde=max(min_effect, MDE_FACTOR * stats.threshold),
                 noise_floor=max(stats.threshold, abs(stats.diff)),

@@ -35,7 +35,9 @@ from compare.outputs import (
     write_summary,
     write_verdicts,
 )
+from compare.paired import PAIRED
 from compare.randomization import Randomization, Samples, SeriesStats
+from compare.statistics import QueryStatistics
 from compare.verdict import (
     EQUIVALENT,
     INCONCLUSIVE,
@@ -70,6 +72,7 @@ class CompareOptions:
     min_effect: float = MIN_EFFECT
     unstable_threshold: float = UNSTABLE_THRESHOLD
     fail_on_unstable: bool = False
+    method: str = PAIRED  # compare/statistics.py: paired (default) or pooled
     fdr: float | None = FDR_Q  # Benjamini-Hochberg q; None: no false-discovery control
     calibration: Path | None = None  # calibration.tsv of an A/A run: per-query noise floors
     aa: bool = False  # OUT is an A/A run: also write OUT/calibration.tsv
@@ -101,10 +104,11 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     evidence = gather(out)
     metric_series = gather_metrics(out, MIN_RUNS)
     with SqlEngine() as engine:
-        randomization = Randomization(engine)
+        statistics = QueryStatistics(engine, options.method)
+        randomization = statistics.randomization
         measurable = _measurable(evidence)
-        stats = randomization.statistics(measurable)
-        intervals = Bootstrap(engine).intervals(measurable)
+        stats = statistics.statistics(measurable)
+        intervals = _intervals(Bootstrap(engine).intervals(measurable), stats)
         discoveries = _discoveries(stats, options.fdr)
         verdicts = _classify(evidence, _Extra(stats, intervals, discoveries, calibration), options)
         metric_stats = randomization.statistics(metric_series.series)
@@ -118,10 +122,22 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     result = replace(result, fdr=discoveries)
     write_verdicts(out, verdicts)
     write_metrics(out, metrics)
-    extra = _summary_extra(verdicts, discoveries, calibration)
+    extra = {"method": options.method, **_summary_extra(verdicts, discoveries, calibration)}
     document = summary_document(result.status, result.message, result.counts, verdicts, extra)
     write_summary(out, document)
     return result
+
+
+def _intervals(
+    pooled: Mapping[tuple[str, int], RatioInterval | None],
+    stats: Mapping[tuple[str, int], SeriesStats],
+) -> dict[tuple[str, int], RatioInterval | None]:
+    """The interval of the method's own estimate: the paired method's where it applied."""
+    found = dict(pooled)
+    for key, s in stats.items():
+        if s.paired_interval is not None:
+            found[key] = RatioInterval(*s.paired_interval)
+    return found
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,11 @@ def _with_test_status(
 
 def _client_time(queries: dict[QueryKey, _Query]) -> dict[QueryKey, Samples]:
     return {
-        key: Samples(_values(q.runs[REFERENCE]), _values(q.runs[PATCHED]))
+        key: Samples(
+            _values(q.runs[REFERENCE]),
+            _values(q.runs[PATCHED]),
+            _pairs(q.runs[REFERENCE], q.runs[PATCHED]),
+        )
         for key, q in queries.items()
         if q.runs[REFERENCE] and q.runs[PATCHED]
     }
@@ -228,3 +232,11 @@ def _client_time(queries: dict[QueryKey, _Query]) -> dict[QueryKey, Samples]:
 
 def _values(runs: dict[int, float]) -> tuple[float, ...]:
     return tuple(runs[r] for r in sorted(runs))
+
+
+def _pairs(
+    reference: dict[int, float], patched: dict[int, float]
+) -> tuple[tuple[float, float], ...]:
+    """(reference, patched) for every run number measured on both sides: ABBA ran them back
+    to back (compare/paired.py)."""
+    return tuple((reference[r], patched[r]) for r in sorted(reference.keys() & patched.keys()))

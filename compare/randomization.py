@@ -44,10 +44,13 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class Samples:
-    """The measured values of one series, per side (run order does not matter)."""
+    """The measured values of one series, per side (run order does not matter), and the
+    pairs (reference, patched) of the run numbers measured on both sides, for the paired
+    method (compare/paired.py); empty where pairs do not apply (metrics)."""
 
     reference: tuple[float, ...]
     patched: tuple[float, ...]
+    pairs: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,24 @@ class SeriesStats:
     threshold_abs: float  # T in the metric's own unit
     p_value: float  # randomization p-value of |patched_median - reference_median|
     exact: bool  # every split enumerated (else a seeded sample of SAMPLED_SPLITS)
+    # The paired method (compare/paired.py) replaces diff, threshold, threshold_abs, p_value
+    # and exact with its own and sets these; the medians stay those of the pooled runs.
+    method: str = "pooled"
+    pairs: int = 0
+    paired_significant: bool | None = None
+    paired_interval: tuple[float, float] | None = None
+
+    @property
+    def significant(self) -> bool:
+        """|D| >= T, in the method's own terms (the paired method compares on the log scale,
+        where a slowdown and a speedup by the same factor are equally far from 0)."""
+        if self.paired_significant is not None:
+            return self.paired_significant
+        return (
+            self.diff is not None
+            and self.threshold is not None
+            and (abs(self.diff) >= self.threshold)
+        )
 
 
 def is_exact(runs_reference: int, runs_patched: int) -> bool:

@@ -11,6 +11,8 @@ The rules, in order:
   damaged artifacts, < MIN_RUNS runs a side  -> error
   |D| >= T and |D| >= min effect
       and a discovery at the FDR (when on)   -> faster (D < 0) / slower (D > 0)
+      (D, T and the p-value come from the method of compare/statistics.py: paired by
+      default, where "|D| >= T" is compared on the log scale, see compare/paired.py)
   T >= unstable threshold                    -> unstable
   otherwise                                  -> unchanged, with an equivalence sub-verdict:
       the 95% CI of the ratio inside [1 - min effect, 1 + min effect] -> equivalent,
@@ -211,9 +213,9 @@ def _measurement_problem(evidence: QueryEvidence) -> str | None:
 def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds) -> QueryVerdict:
     diff, threshold = stats.diff or 0.0, stats.threshold or 0.0
     min_effect = min_effect_for(evidence, thresholds)
-    figures = f"D {diff:+.1%}, T {threshold:.1%}, min effect {min_effect:.1%}"
+    figures = f"D {diff:+.1%}, T {threshold:.1%}, min effect {min_effect:.1%}, {stats.method}"
     held_back = ""
-    if abs(diff) >= threshold and abs(diff) >= min_effect:
+    if stats.significant and abs(diff) >= min_effect:
         verdict = Verdict.FASTER if diff < 0 else Verdict.SLOWER
         if evidence.fdr is None or evidence.fdr.discovery:
             reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
@@ -228,7 +230,7 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
     if held_back:
         why = "not a discovery at the false-discovery rate"
     else:
-        why = "|D| < T, not significant" if abs(diff) < threshold else "|D| < min effect"
+        why = "|D| < T, not significant" if not stats.significant else "|D| < min effect"
     equivalence, ci = _equivalence(evidence.interval, min_effect)
     reason = f"unchanged: {why} ({figures}){held_back}; {equivalence}: {ci}"
     return _verdict(evidence, Verdict.UNCHANGED, reason, False, min_effect, equivalence)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from compare.engine import SqlEngine
-from compare.randomization import Randomization, Samples, SeriesStats
+from compare.paired import PAIRED
+from compare.randomization import Samples, SeriesStats
+from compare.statistics import QueryStatistics
 from compare.verdict import MIN_RUNS, QueryEvidence, Thresholds, Verdict, classify
 from runner.testdef import TestDef
 
@@ -15,16 +17,16 @@ QueryKey = tuple[str, int]
 
 
 class InterimJudge:
-    def __init__(self, thresholds: Thresholds) -> None:
+    def __init__(self, thresholds: Thresholds, method: str = PAIRED) -> None:
         self.thresholds = thresholds
         self._engine = SqlEngine()
-        self._randomization = Randomization(self._engine)
+        self._statistics = QueryStatistics(self._engine, method)
 
     def close(self) -> None:
         self._engine.close()
 
     def stats(self, samples: Samples) -> SeriesStats | None:
-        return self._randomization.statistics({0: samples}).get(0)
+        return self._statistics.statistics({0: samples}).get(0)
 
     def verdicts(self, test: TestDef, samples: Mapping[int, Samples]) -> dict[int, Verdict]:
         """Verdicts of the queries of `test` measured on both sides with enough runs."""
@@ -33,7 +35,7 @@ class InterimJudge:
             for index, s in samples.items()
             if min(len(s.reference), len(s.patched)) >= MIN_RUNS
         }
-        stats = self._randomization.statistics(usable)
+        stats = self._statistics.statistics(usable)
         return {
             index: classify(
                 QueryEvidence(

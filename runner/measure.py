@@ -80,6 +80,13 @@ class _Measured:
     )
 
 
+def samples_of(times: dict[str, list[float]]) -> Samples:
+    """A query's client times so far; run n of both sides is the n-th value of each list (a
+    side stops at its first failure), so zipping them gives the ABBA pairs."""
+    reference, patched = tuple(times[REFERENCE]), tuple(times[PATCHED])
+    return Samples(reference, patched, tuple(zip(reference, patched, strict=False)))
+
+
 class Measurer:
     def __init__(
         self,
@@ -158,7 +165,7 @@ class Measurer:
         spent = sum(sum(t) for t in times.values())
         stats = None
         if is_checkpoint(self.stop_rule, runs) and all(times.values()):
-            stats = self.judge.stats(Samples(tuple(times[REFERENCE]), tuple(times[PATCHED])))
+            stats = self.judge.stats(samples_of(times))
         return should_stop(self.stop_rule, runs, spent, stats, self.discoveries)
 
     def _execute(

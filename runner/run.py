@@ -18,8 +18,6 @@ from chperf import __version__
 from chperf.artifacts import (
     BOTH,
     MANIFEST,
-    PATCHED,
-    REFERENCE,
     SIDES,
     STAGE_PARSE,
     STAGE_SETUP,
@@ -31,13 +29,13 @@ from chperf.artifacts import (
     write_manifest,
 )
 from chperf.errors import ChperfError
-from compare.randomization import Samples
+from compare.paired import PAIRED
 from compare.verdict import Thresholds, Verdict
 from runner.environment import environment_warnings
 from runner.executor import HttpExecutor, QueryOutcome
 from runner.interim import InterimJudge
 from runner.machine import machine_facts
-from runner.measure import Measurer, Writers
+from runner.measure import Measurer, Writers, samples_of
 from runner.profiler import ProfileOptions, Profiler
 from runner.progress import Progress
 from runner.server import ServerSpec
@@ -75,6 +73,7 @@ class RunOptions:
     stop_rule: StopRule | None = None  # adaptive run counts; None: exactly `runs` runs
     profile: ProfileOptions = dataclasses.field(default_factory=ProfileOptions)
     thresholds: Thresholds = dataclasses.field(default_factory=Thresholds)
+    method: str = PAIRED  # compare/statistics.py: the interim verdicts' method
     keep_servers_dir: bool = False
     servers_dir: Path | None = None  # where the servers' temporary directories go
     force: bool = False
@@ -93,6 +92,7 @@ class RunOptions:
             "profile": dataclasses.asdict(self.profile),
             "min_effect": self.thresholds.min_effect,
             "unstable_threshold": self.thresholds.unstable_threshold,
+            "method": self.method,
             "shard": str(self.shard) if self.shard else None,
             "shard_weights": self.shard_weights.source if self.shard_weights else None,
         }
@@ -248,7 +248,7 @@ class Run:
             # m of compare's BH step; a shard's merged run has about N times its queries.
             shards = self.options.shard.count if self.options.shard else 1
             stop_rule = dataclasses.replace(stop_rule, queries=total * shards)
-        judge = InterimJudge(self.options.thresholds)
+        judge = InterimJudge(self.options.thresholds, self.options.method)
         measurer = Measurer(
             pair,
             self.writers,
@@ -286,10 +286,7 @@ class Run:
         self, profiler: Profiler, judge: InterimJudge, measurer: Measurer, test: TestDef
     ) -> None:
         """Profile runs after the test's measured runs, so they cannot disturb them."""
-        samples = {
-            index: Samples(tuple(times[REFERENCE]), tuple(times[PATCHED]))
-            for index, times in measurer.samples.items()
-        }
+        samples = {index: samples_of(times) for index, times in measurer.samples.items()}
         verdicts = judge.verdicts(test, samples)
         for query in selected_queries(test, self.options):
             verdict = verdicts.get(query.index)

@@ -86,6 +86,8 @@ def should_stop(
         return StopDecision(False, f"T {threshold:.1%} above the target {rule.target:.1%}")
     if distance < threshold / 2:
         return StopDecision(False, f"|D| within T/2 of the minimum effect {rule.min_effect:.1%}")
+    # By magnitude, not `significant`: at 7 pairs the paired method cannot be significant at
+    # 1% yet, and a change must run on rather than settle as unchanged.
     looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect)
     if looks_changed and rule.fdr_q is not None:
         level = discovery_level(rule, discoveries)

@@ -26,6 +26,7 @@ from chperf.artifacts import (
 )
 from chperf.errors import ChperfError, ExitCode
 from compare import CompareOptions, CompareResult, compare_directory
+from compare.paired import POOLED
 
 DATA = Path(__file__).parent / "data"
 SMALL = DATA / "compare_small"
@@ -35,7 +36,8 @@ OUTPUTS = ("verdicts.tsv", "metrics.tsv", "summary.json")
 STEADY = (0.100, 0.101, 0.099, 0.100, 0.102)
 # Issue 3's per-query rules alone: at 5 runs a side no p-value can pass the false-discovery
 # control (compare/fdr.py), which tests_compare_fdr.py covers.
-PER_QUERY = CompareOptions(fdr=None)
+# The goldens were computed with the pooled method; test_compare_paired.py covers the paired one.
+PER_QUERY = CompareOptions(fdr=None, method=POOLED)
 Series = Mapping[int, tuple[Sequence[float], Sequence[float]]]  # query_index -> runs per side
 
 
@@ -98,10 +100,11 @@ def test_summary_json_has_the_version_1_schema_with_the_additive_issue_8_keys(
     compare_directory(out, CompareOptions())
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary) == [
-        "schema_version", "status", "message", "counts", "equivalence", "fdr", "calibration",
-        "queries",
+        "schema_version", "status", "message", "counts", "method", "equivalence", "fdr",
+        "calibration", "queries",
     ]  # fmt: skip
     assert summary["schema_version"] == 1
+    assert summary["method"] == "paired"
     assert list(summary["counts"]) == [
         "faster", "slower", "unstable", "unchanged", "partial", "error", "skipped",
     ]  # fmt: skip

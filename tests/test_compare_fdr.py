@@ -11,6 +11,7 @@ import pytest
 
 from compare import CompareOptions, compare_directory
 from compare.fdr import benjamini_hochberg, sure_discovery_level
+from compare.paired import POOLED
 from compare.randomization import SeriesStats
 from compare.verdict import FdrStatus, QueryEvidence, Thresholds, Verdict, classify
 from tests.test_compare_directory import verdict_rows, write_artifacts
@@ -97,6 +98,10 @@ def test_a_change_held_back_by_the_fdr_says_so_in_its_reason() -> None:
 STEADY7 = (0.100, 0.101, 0.099, 0.1005, 0.102, 0.0995, 0.1015)
 
 
+# These tests pin the pooled method's documented p-value floors (compare/fdr.py).
+POOLED_OPTIONS = CompareOptions(method=POOLED)
+
+
 def lone_change_run(tmp_path: Path, unchanged: int, factor: float = 1.08) -> Path:
     """One query `factor` slower, fully separated at 7 runs a side (so T = D), among
     `unchanged` others."""
@@ -110,13 +115,13 @@ def test_a_lone_change_at_7_runs_among_20_queries_cannot_be_a_discovery(tmp_path
     """The smallest p-value at 7 runs a side is 0.0117 (module docstring of compare/fdr.py),
     above q / m = 0.0025: the documented interaction with the adaptive rule's minimum."""
     out = lone_change_run(tmp_path, 19)
-    result = compare_directory(out, CompareOptions())
+    result = compare_directory(out, POOLED_OPTIONS)
     row = verdict_rows(out)[("t", "0")]
     assert row[2] == "unchanged"
     assert float(row[8]) == pytest.approx(0.011655, abs=1e-6)
     assert "not a discovery at FDR 5%" in row[3]
     assert result.exit_code == 0
-    without = compare_directory(out, CompareOptions(fdr=None))
+    without = compare_directory(out, CompareOptions(fdr=None, method=POOLED))
     assert verdict_rows(out)[("t", "0")][2] == "slower"
     assert without.exit_code == 1
 
@@ -125,7 +130,7 @@ def test_a_large_lone_change_held_back_at_7_runs_is_unstable_not_unchanged(
     tmp_path: Path,
 ) -> None:
     out = lone_change_run(tmp_path, 19, factor=1.3)  # fully separated: T = D = 30%
-    compare_directory(out, CompareOptions())
+    compare_directory(out, POOLED_OPTIONS)
     row = verdict_rows(out)[("t", "0")]
     assert row[2] == "unstable"
     assert "would be slower, but not a discovery at FDR 5%" in row[3]
@@ -133,7 +138,7 @@ def test_a_large_lone_change_held_back_at_7_runs_is_unstable_not_unchanged(
 
 def test_the_summary_states_the_fdr_and_the_expected_false_discoveries(tmp_path: Path) -> None:
     out = lone_change_run(tmp_path, 3)  # 4 queries: q / m = 0.0125 >= 0.0117
-    compare_directory(out, CompareOptions(fdr=0.05))
+    compare_directory(out, CompareOptions(fdr=0.05, method=POOLED))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["fdr"] == {
         "q": 0.05, "tests": 4, "discoveries": 1, "cutoff": pytest.approx(0.011655, abs=1e-6),

@@ -1,0 +1,138 @@
+"""The paired method (the default): the verdict statistic of a query from its ABBA pairs.
+
+ABBA runs the reference and the patched server back to back for each run number, so the two
+runs of a pair share whatever the machine did at that moment. On a shared machine that is
+most of the noise: both servers slow down together for seconds at a time (measured in
+bench/bench_noise.py). Pooling the runs (compare/randomization.py, ClickHouse's method)
+mixes those regimes into both groups and inflates T; comparing within pairs cancels them.
+
+Per query, with r_i = ln(patched_i / reference_i) for each complete pair:
+  statistic  the 25% trimmed mean of the r_i (the mean of the middle half: robust to a
+             disturbed pair like a median, yet fine-grained enough for small p-values)
+  D          exp(statistic) - 1: the typical relative change within a pair
+  T          exp(t) - 1, t the 0.99 quantile of |trimmed mean of s_i r_i| over sign vectors
+             s: the randomization distribution when nothing changed, where each pair's two
+             runs are exchangeable (the paired randomization test of Box, Hunter & Hunter,
+             Statistics for Experimenters, ch. 3, the boys' shoes example)
+  p-value    the share of sign vectors at least as extreme as the observed statistic
+  CI         percentile bootstrap over the pairs of exp(trimmed mean)
+All of it in chDB (paired.sql): the sign vectors and the resamples depend only on the pair
+count, as coefficient vectors (sign_coefficients.sql, paired_draws.sql), enumerated exactly
+up to 13 pairs (8192 sign vectors) and sampled with a fixed seed beyond.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import count
+from typing import TypeVar
+
+from compare.bootstrap import RESAMPLES, interval_ranks
+from compare.engine import SqlEngine, sql_text
+
+# The trimmed share at each end: the midmean. 0 would be the mean (one disturbed pair moves
+# it), 0.5 the median (its sign-flip distribution is so coarse that below ~15 pairs no
+# p-value can reach 0.01, and BH over a suite never finds a discovery).
+TRIM = 0.25
+QUANTILE = 0.99
+SIGN_VECTORS = 10_000
+SIGN_SEED = 20_261_122
+DRAW_SEED = 20_261_123
+
+PAIRED = "paired"
+POOLED = "pooled"
+METHODS = (PAIRED, POOLED)
+
+K = TypeVar("K", bound=Hashable)
+Pair = tuple[float, float]  # (reference, patched) client times of one run number
+
+
+@dataclass(frozen=True)
+class PairedStats:
+    pairs: int
+    diff: float  # exp(trimmed mean of log ratios) - 1
+    threshold: float  # exp(t) - 1
+    threshold_log: float
+    p_value: float
+    significant: bool
+    exact: bool
+    ci_low: float
+    ci_high: float
+
+
+def trim_count(pairs: int) -> int:
+    return int(pairs * TRIM)
+
+
+class Paired:
+    """Computes PairedStats in one chDB session, caching coefficient vectors per pair count."""
+
+    def __init__(self, engine: SqlEngine) -> None:
+        self._engine = engine
+        self._sizes: set[int] = set()
+        self._files = count()
+        for statement in sql_text("paired_tables.sql").split(";"):
+            if statement.strip():
+                engine.execute(statement, source="paired_tables.sql")
+
+    def statistics(self, series: Mapping[K, Sequence[Pair]]) -> dict[K, PairedStats]:
+        """Every series needs at least one pair, with both times above 0."""
+        keys = list(series)
+        if not keys:
+            return {}
+        for key in keys:
+            if not series[key] or any(min(p) <= 0 for p in series[key]):
+                raise ValueError(f"series {key!r}: no pairs, or a time <= 0")
+        for n in {len(pairs) for pairs in series.values()}:
+            self._ensure(n)
+        path = self._engine.scratch / f"pairs-{next(self._files)}.tsv"
+        lines = ["series\treference\tpatched\n"]
+        for index, key in enumerate(keys):
+            lines.extend(f"{index}\t{float(r)!r}\t{float(p)!r}\n" for r, p in series[key])
+        path.write_text("".join(lines), encoding="utf-8")
+        low, high = interval_ranks()
+        params: dict[str, str | int | float] = {
+            "pairs": str(path),
+            "quantile": QUANTILE,
+            "low_rank": low,
+            "high_rank": high,
+        }
+        rows = self._engine.rows("paired.sql", params)
+        path.unlink()
+        return {keys[int(row[0])]: _parse(row) for row in rows}
+
+    def _ensure(self, n: int) -> None:
+        if n in self._sizes:
+            return
+        # Another Paired on the same engine may have filled the session tables already.
+        present = self._engine.execute(
+            "SELECT count() FROM sign_coefficients WHERE n = {n:UInt32}",
+            {"n": n},
+            source="paired.py",
+        )
+        if int(present.strip() or 0) > 0:
+            self._sizes.add(n)
+            return
+        trim = trim_count(n)
+        signs = {"n": n, "trim": trim, "vectors": SIGN_VECTORS, "seed": SIGN_SEED}
+        self._engine.insert("sign_coefficients", "sign_coefficients.sql", signs)
+        draws = {"n": n, "trim": trim, "resamples": RESAMPLES, "seed": DRAW_SEED}
+        self._engine.insert("paired_draws", "paired_draws.sql", draws)
+        self._sizes.add(n)
+
+
+def _parse(row: list[str]) -> PairedStats:
+    observed, threshold_log = float(row[3]), float(row[4])
+    return PairedStats(
+        pairs=int(row[1]),
+        exact=row[2] == "1",
+        diff=math.expm1(observed),
+        threshold=math.expm1(threshold_log),
+        threshold_log=threshold_log,
+        p_value=float(row[5]),
+        significant=row[6] == "1",
+        ci_low=float(row[7]),
+        ci_high=float(row[8]),
+    )

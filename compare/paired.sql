@@ -1,0 +1,74 @@
+-- paired.sql: the paired statistic, its randomization threshold and p-value, and a
+-- bootstrap confidence interval, per series (compare/paired.py).
+--
+-- Input:
+--   file {pairs:String}, TabSeparatedWithNames, columns
+--       series UInt64, reference Float64, patched Float64
+--     one row per pair (the reference and the patched run with the same run number); both
+--     values > 0; every series has >= 1 pair
+--   tables sign_coefficients and paired_draws (paired_tables.sql) holding the rows of
+--     sign_coefficients.sql and paired_draws.sql for every pair count n in the input
+--   {quantile:Float64}: the level of the threshold, 0.99
+--   {low_rank:UInt32}, {high_rank:UInt32}: 1-based ranks of the interval's ends among the
+--     sorted resampled ratios (compare/bootstrap.py interval_ranks)
+-- Output, one row per series:
+--   series UInt64, pairs UInt32, exact UInt8,
+--   observed Float64        the trimmed mean of the log ratios r_i = ln(patched_i / reference_i)
+--   threshold_log Float64   the `quantile` quantile (inverted CDF: the smallest value whose
+--                           cumulative share reaches it) of |trimmed mean of s_i r_i| over the
+--                           sign vectors s
+--   p_value Float64         share of sign vectors with |statistic| >= |observed|; for
+--                           sampled vectors (k + 1) / (N + 1), so that it is never 0
+--   significant UInt8       |observed| >= threshold_log and p_value <= 1 - quantile: with few
+--                           pairs the most extreme sign vectors alone hold more than 1% (2 of
+--                           128 at 7 pairs), and the quantile cannot make the test any stricter
+--   ci_low Float64, ci_high Float64   exp of the resampled trimmed means at the two ranks
+-- Comparisons of a relabelled statistic with the observed one allow a relative 1e-9: the two
+-- are the same sum computed in a different order.
+SELECT
+    series,
+    n AS pairs,
+    exact,
+    observed,
+    threshold_log,
+    (arrayCount(d -> d >= abs(observed) * (1 - 1e-9), distribution) + 1 - exact)
+        / (length(distribution) + 1 - exact) AS p_value,
+    toUInt8(abs(observed) >= threshold_log * (1 - 1e-9)
+            AND p_value <= 1 - {quantile:Float64} + 1e-12) AS significant,
+    ratios[{low_rank:UInt32}] AS ci_low,
+    ratios[{high_rank:UInt32}] AS ci_high
+FROM
+(
+    SELECT
+        series,
+        n,
+        exact,
+        arraySort(r) AS x,
+        arraySort(arrayMap(v -> abs(v), r)) AS a,
+        arraySum(arraySlice(x, trim + 1, n - 2 * trim)) / (n - 2 * trim) AS observed,
+        arrayMap(c -> abs(arrayDotProduct(c, a)), vectors) AS distribution,
+        arraySort(distribution)[greatest(1, toUInt32(ceil({quantile:Float64} * length(distribution)
+                                                         - 1e-9)))] AS threshold_log,
+        arraySort(arrayMap(c -> exp(arrayDotProduct(c, x)), draws))
+            AS ratios
+    FROM
+    (
+        SELECT series, groupArray(log(patched / reference)) AS r, toUInt32(length(r)) AS n
+        FROM file({pairs:String}, 'TabSeparatedWithNames',
+                  'series UInt64, reference Float64, patched Float64')
+        GROUP BY series
+    ) AS s
+    INNER JOIN
+    (
+        SELECT n, any(trim) AS trim, any(exact) AS exact, groupArray(coefficients) AS vectors
+        FROM sign_coefficients
+        GROUP BY n
+    ) AS v USING (n)
+    INNER JOIN
+    (
+        SELECT n, groupArray(coefficients) AS draws
+        FROM paired_draws
+        GROUP BY n
+    ) AS d USING (n)
+)
+ORDER BY series

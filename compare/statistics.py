@@ -1,0 +1,53 @@
+"""The statistics of each query's client times under the chosen method: pooled
+(compare/randomization.py, ClickHouse's) or paired (compare/paired.py, the default)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import replace
+from typing import TypeVar
+
+from compare.engine import SqlEngine
+from compare.paired import PAIRED, Paired
+from compare.randomization import Randomization, Samples, SeriesStats
+
+# The paired method needs as many pairs as the pooled one needs runs a side (verdict.MIN_RUNS).
+MIN_PAIRS = 3
+
+K = TypeVar("K", bound=Hashable)
+
+
+class QueryStatistics:
+    """Both methods in one chDB session."""
+
+    def __init__(self, engine: SqlEngine, method: str = PAIRED) -> None:
+        self.method = method
+        self.randomization = Randomization(engine)
+        self._paired = Paired(engine)
+
+    def statistics(self, series: Mapping[K, Samples]) -> dict[K, SeriesStats]:
+        """Pooled statistics for every series; with the paired method, the paired statistic
+        replaces D, T and the p-value of each series with at least MIN_PAIRS usable pairs."""
+        stats = self.randomization.statistics(series)
+        if self.method != PAIRED:
+            return stats
+        usable = {
+            key: pairs
+            for key, s in series.items()
+            if key in stats and len(pairs := [p for p in s.pairs if min(p) > 0]) >= MIN_PAIRS
+        }
+        for key, found in self._paired.statistics(usable).items():
+            pooled = stats[key]
+            stats[key] = replace(
+                pooled,
+                diff=found.diff,
+                threshold=found.threshold,
+                threshold_abs=found.threshold * pooled.reference_median,
+                p_value=found.p_value,
+                exact=found.exact,
+                method=PAIRED,
+                pairs=found.pairs,
+                paired_significant=found.significant,
+                paired_interval=(found.ci_low, found.ci_high),
+            )
+        return stats

@@ -1,0 +1,125 @@
+"""The paired method (compare/paired.py): its SQL against a brute-force oracle, and its
+behaviour on simulated runs with the shared slow-downs seen on this machine. No servers."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from compare.engine import SqlEngine
+from compare.paired import PAIRED, POOLED, Paired, trim_count
+from compare.randomization import Samples
+from compare.statistics import QueryStatistics
+from compare.verdict import QueryEvidence, Thresholds, Verdict, classify
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[SqlEngine]:
+    with SqlEngine() as e:
+        yield e
+
+
+def oracle(pairs: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """(statistic, threshold, p-value) by enumerating every sign vector in numpy."""
+    r = np.log(np.array([p for _, p in pairs]) / np.array([x for x, _ in pairs]))
+    n, k = len(r), trim_count(len(r))
+
+    def trimmed(v: np.ndarray) -> float:
+        return float(np.sort(v)[k : n - k].mean())
+
+    flips = [abs(trimmed(np.array(s) * r)) for s in itertools.product((-1.0, 1.0), repeat=n)]
+    d = np.sort(np.array(flips))
+    threshold = float(d[int(np.ceil(0.99 * len(d) - 1e-9)) - 1])
+    observed = trimmed(r)
+    return observed, threshold, float(np.mean(d >= abs(observed) * (1 - 1e-9)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 11, 13])
+def test_exact_statistics_match_a_brute_force_enumeration(engine: SqlEngine, n: int) -> None:
+    rng = np.random.default_rng(n)
+    pairs = [
+        (float(a), float(a * np.exp(rng.normal(0.03, 0.05)))) for a in rng.lognormal(0, 0.2, n)
+    ]
+    found = Paired(engine).statistics({0: pairs})[0]
+    observed, threshold, p_value = oracle(pairs)
+    assert found.exact
+    assert found.pairs == n
+    assert np.log1p(found.diff) == pytest.approx(observed, abs=1e-12)
+    assert found.threshold_log == pytest.approx(threshold, abs=1e-12)
+    assert found.p_value == pytest.approx(p_value, abs=1e-12)
+    level_ok = p_value <= 0.01 + 1e-12
+    assert found.significant == (abs(observed) >= threshold * (1 - 1e-9) and level_ok)
+    assert found.ci_low <= np.exp(observed) <= found.ci_high
+
+
+def test_sampled_statistics_are_seeded_and_close_to_the_truth(engine: SqlEngine) -> None:
+    rng = np.random.default_rng(7)
+    pairs = [
+        (float(a), float(a * 1.1 * np.exp(rng.normal(0, 0.03)))) for a in rng.lognormal(0, 0.2, 25)
+    ]
+    first = Paired(engine).statistics({0: pairs})[0]
+    second = Paired(engine).statistics({"again": pairs})["again"]
+    assert not first.exact
+    assert first == second
+    assert first.diff == pytest.approx(0.1, abs=0.02)
+    assert first.significant
+    assert first.p_value == pytest.approx(1 / 10_001)  # no sign vector reaches a 10% shift
+
+
+def regime_runs(rng: np.random.Generator, n: int, change: float) -> Samples:
+    """ABBA pairs under the noise seen on this machine: the machine switches between a fast
+    and a 1.4x slower regime for stretches of runs, shared by both servers; 2% noise per run."""
+    regime = np.repeat(rng.choice([1.0, 1.4], size=n // 5 + 1), 5)[:n]
+    reference = 0.1 * regime * np.exp(0.02 * rng.standard_normal(n))
+    patched = 0.1 * (1 + change) * regime * np.exp(0.02 * rng.standard_normal(n))
+    ref, pat = tuple(reference.tolist()), tuple(patched.tolist())
+    return Samples(ref, pat, tuple(zip(ref, pat, strict=True)))
+
+
+def verdicts(engine: SqlEngine, method: str, change: float, queries: int = 200) -> list[Verdict]:
+    rng = np.random.default_rng(11)
+    series = {i: regime_runs(rng, 15, change) for i in range(queries)}
+    stats = QueryStatistics(engine, method).statistics(series)
+    return [
+        classify(
+            QueryEvidence("sim", i, "", None, runs_reference=15, runs_patched=15, stats=s),
+            Thresholds(),
+        ).verdict
+        for i, s in stats.items()
+    ]
+
+
+def test_shared_regime_shifts_make_pooled_queries_unstable_but_not_paired_ones(
+    engine: SqlEngine,
+) -> None:
+    pooled = verdicts(engine, POOLED, 0.0)
+    paired = verdicts(engine, PAIRED, 0.0)
+    assert pooled.count(Verdict.UNSTABLE) >= 100  # T reflects the 40% regime gap
+    assert paired.count(Verdict.UNSTABLE) == 0
+    assert paired.count(Verdict.FASTER) + paired.count(Verdict.SLOWER) <= 2  # ~1% at most
+    assert paired.count(Verdict.UNCHANGED) >= 198
+
+
+def test_a_10_percent_slowdown_under_regime_shifts_is_found_by_the_paired_method(
+    engine: SqlEngine,
+) -> None:
+    paired = verdicts(engine, PAIRED, 0.10)
+    assert paired.count(Verdict.SLOWER) == len(paired)
+
+
+def test_the_paired_method_needs_pairs_and_falls_back_to_pooled_without_them(
+    engine: SqlEngine,
+) -> None:
+    runs = tuple(float(v) for v in np.linspace(0.1, 0.11, 9))
+    stats = QueryStatistics(engine, PAIRED).statistics(
+        {
+            "pairs": Samples(runs, runs, tuple(zip(runs, runs, strict=True))),
+            "none": Samples(runs, runs),
+        }
+    )
+    assert stats["pairs"].method == PAIRED and stats["pairs"].pairs == 9
+    assert stats["pairs"].diff == 0.0 and stats["pairs"].threshold == 0.0
+    assert stats["none"].method == POOLED and stats["none"].pairs == 0

@@ -60,11 +60,11 @@ def test_calibrating_a_run_of_two_different_servers_is_refused(tmp_path: Path) -
 def test_a_calibrated_floor_holds_back_a_change_inside_the_aa_offset(tmp_path: Path) -> None:
     aa = aa_run(tmp_path)
     compare_directory(aa, CompareOptions(aa=True))
-    # the later run: query 1 moves 5.5% (inside 1.5 x its 4% A/A offset), query 2 is new
-    later = write_artifacts(
-        tmp_path / "later",
-        {1: (STEADY, tuple(v * 1.055 for v in STEADY)), 2: (STEADY, STEADY[::-1])},
-    )
+    # the later run: query 1 moves 5.5% (inside 1.5 x its 4% A/A offset), query 2 is new;
+    # 13 pairs with ratios 1.049-1.061, so the default paired statistic can reach p <= 0.01
+    steady = STEADY + STEADY[:6]
+    moved = tuple(v * (1.049 + 0.001 * i) for i, v in enumerate(steady))
+    later = write_artifacts(tmp_path / "later", {1: (steady, moved), 2: (steady, steady[::-1])})
     options = CompareOptions(fdr=None, calibration=aa / "calibration.tsv")
     compare_directory(later, options)
     rows = verdict_rows(later)

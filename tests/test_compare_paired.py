@@ -123,3 +123,14 @@ def test_the_paired_method_needs_pairs_and_falls_back_to_pooled_without_them(
     assert stats["pairs"].method == PAIRED and stats["pairs"].pairs == 9
     assert stats["pairs"].diff == 0.0 and stats["pairs"].threshold == 0.0
     assert stats["none"].method == POOLED and stats["none"].pairs == 0
+
+
+@pytest.mark.parametrize("n", [7, 9, 10, 11, 13])
+def test_the_p_value_floor_is_set_by_the_trimmed_pairs(engine: SqlEngine, n: int) -> None:
+    """Every pair slower, no two alike: flipping any of the floor(n/4) smallest pairs leaves
+    the trimmed mean as it is, so the floor is 2^(k+1) / 2^n and 10 pairs are the fewest
+    that can reach p <= 0.01 (the numbers FORMATS.md gives)."""
+    pairs = [(1.0, 1.1 + 0.01 * i) for i in range(n)]
+    found = Paired(engine).statistics({0: pairs})[0]
+    assert found.p_value == pytest.approx(2 ** (trim_count(n) + 1) / 2**n)
+    assert found.significant == (n >= 10)

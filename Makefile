@@ -36,6 +36,8 @@ $(VENV)/.installed: pyproject.toml
 inferno: $(INFERNO)
 $(INFERNO):
 	@mkdir -p $(TOOLS)
+	@command -v cargo >/dev/null || { echo "setup: inferno $(INFERNO_VERSION) needs cargo with" \
+	  "rustc >= 1.71 on PATH (rustup; Debian 12's cargo has rustc 1.63)" >&2; exit 2; }
 	cargo install --quiet --locked --root $(TOOLS) inferno --version $(INFERNO_VERSION)
 
 demo: setup

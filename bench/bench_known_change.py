@@ -9,6 +9,7 @@ of adaptive / fixed-15 (bar <= 0.6: run.json measured_runs_seconds, and the sum 
 times), total wall times; and where the adaptive and fixed-15 verdicts disagree.
 
 Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
+                                                   [--reuse-truth]
   --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.runs import CHANGED, QUICK_TESTS, REPO, RunResult, chperf_run
+from bench.runs import CHANGED, QUICK_TESTS, REPO, RunResult, chperf_run, existing_run
 
 OVERLAY = REPO / "overlays" / "max_block_size_8192"
 LARGE = 0.10  # recall is measured on true changes at least this large
@@ -37,14 +38,24 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/chperf-bench-known-change"))
     parser.add_argument("--truth-runs", type=int, default=41)
     parser.add_argument("--quick", action="store_true", help="the small smoke suite")
+    parser.add_argument(
+        "--reuse-truth",
+        action="store_true",
+        help="judge OUT/truth of an earlier run again instead of measuring it (same suite)",
+    )
     args = parser.parse_args()
     tests = QUICK_TESTS if args.quick else args.tests
     truth_runs = 11 if args.quick else args.truth_runs
     overlay = ["--patched-config", str(OVERLAY)]
-    truth_run = chperf_run(args.out / "truth", tests, [*overlay, "--runs", str(truth_runs)])
+    if args.reuse_truth:
+        truth_run = existing_run(args.out / "truth")
+    else:
+        truth_run = chperf_run(args.out / "truth", tests, [*overlay, "--runs", str(truth_runs)])
     adaptive = chperf_run(args.out / "adaptive", tests, overlay)
     fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
     truth = _true_changes(truth_run)
+    if missing := set(adaptive.verdicts()) - set(truth_run.verdicts()):
+        print(f"warning: the truth run lacks {len(missing)} of the queries measured here")
     print(f"ground truth: {truth_runs} runs a side, {len(truth)} measured queries, "
           f"{sum(abs(d) >= LARGE for d in truth.values())} with |change| >= {LARGE:.0%}, "
           f"{sum(abs(d) < SMALL for d in truth.values())} below {SMALL:.0%}")  # fmt: skip

@@ -39,11 +39,26 @@ def chperf_run(out: Path, tests: Path, extra: list[str]) -> RunResult:
     wall = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(f"chperf run failed with exit code {done.returncode}; see {out}")
+    return _load(out, done.returncode, wall)
+
+
+def existing_run(out: Path) -> RunResult:
+    """A finished run, judged again by this checkout's `chperf compare`; its wall time is
+    run.json duration_seconds (the run itself, without that compare)."""
+    print(f"$ chperf compare {out}  (reusing an earlier run)", file=sys.stderr)
+    done = subprocess.run([sys.executable, "-m", "chperf", "compare", str(out)],
+                          check=False, cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"chperf compare {out} failed ({done.returncode}): {done.stderr}")
+    return _load(out, done.returncode, float(read_manifest(out).get("duration_seconds", 0.0)))
+
+
+def _load(out: Path, exit_code: int, wall: float) -> RunResult:
     manifest = read_manifest(out)
     client = sum(r.client_time for r in read_table(out, RUNS).rows)
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     return RunResult(
-        out, done.returncode, wall, float(manifest.get("measured_runs_seconds", 0.0)), client,
+        out, exit_code, wall, float(manifest.get("measured_runs_seconds", 0.0)), client,
         summary,
     )  # fmt: skip
 

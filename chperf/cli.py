@@ -210,6 +210,7 @@ def _stop_rule(args: argparse.Namespace, compare: CompareOptions) -> StopRule:
         target=compare.min_effect,
         min_effect=compare.min_effect,
         fdr_q=compare.fdr,
+        unstable_threshold=compare.unstable_threshold,
     )
     if rule.min_runs > rule.max_runs:
         raise ChperfError(f"--min-runs {rule.min_runs} is above --max-runs {rule.max_runs}")

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import replace
 from typing import TypeVar
+
+import numpy as np
 
 from compare.engine import SqlEngine
 from compare.paired import PAIRED, Paired
@@ -27,22 +28,31 @@ class QueryStatistics:
 
     def statistics(self, series: Mapping[K, Samples]) -> dict[K, SeriesStats]:
         """Pooled statistics for every series; with the paired method, the paired statistic
-        replaces D, T and the p-value of each series with at least MIN_PAIRS usable pairs."""
-        stats = self.randomization.statistics(series)
+        gives D, T and the p-value of each series with at least MIN_PAIRS usable pairs (its
+        pooled split distribution is then not computed: only the medians are kept)."""
         if self.method != PAIRED:
-            return stats
+            return self.randomization.statistics(series)
         usable = {
             key: pairs
             for key, s in series.items()
-            if key in stats and len(pairs := [p for p in s.pairs if min(p) > 0]) >= MIN_PAIRS
+            if s.reference
+            and s.patched
+            and len(pairs := [p for p in s.pairs if min(p) > 0]) >= MIN_PAIRS
         }
+        stats = self.randomization.statistics(
+            {key: s for key, s in series.items() if key not in usable}
+        )
         for key, found in self._paired.statistics(usable).items():
-            pooled = stats[key]
-            stats[key] = replace(
-                pooled,
+            s = series[key]
+            reference_median = float(np.median(s.reference))
+            stats[key] = SeriesStats(
+                runs_reference=len(s.reference),
+                runs_patched=len(s.patched),
+                reference_median=reference_median,
+                patched_median=float(np.median(s.patched)),
                 diff=found.diff,
                 threshold=found.threshold,
-                threshold_abs=found.threshold * pooled.reference_median,
+                threshold_abs=found.threshold * reference_median,
                 p_value=found.p_value,
                 exact=found.exact,
                 method=PAIRED,
@@ -50,4 +60,4 @@ class QueryStatistics:
                 paired_significant=found.significant,
                 paired_interval=(found.ci_low, found.ci_high),
             )
-        return stats
+        return {key: stats[key] for key in series if key in stats}

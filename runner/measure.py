@@ -156,7 +156,7 @@ class Measurer:
 
     @property
     def max_runs(self) -> int:
-        return self.stop_rule.max_runs if self.stop_rule else self.runs
+        return self.stop_rule.extended_runs if self.stop_rule else self.runs
 
     def _stop_decision(self, runs: int, times: dict[str, list[float]]) -> StopDecision | None:
         """Adaptive mode only; with one side left there is nothing to compare: run on."""

@@ -163,8 +163,11 @@ class Profiler:
     def budget_left(self) -> bool:
         return self.spent < self.options.budget_seconds
 
+    def can_profile(self) -> bool:
+        return not self.unavailable and self.budget_left()
+
     def profile(self, test: TestDef, query: TestQuery) -> None:
-        if self.unavailable or not self.budget_left():
+        if not self.can_profile():
             return
         start = time.monotonic()
         try:

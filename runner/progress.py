@@ -40,6 +40,11 @@ class Progress:
         self.done += 1
         self._draw(note or "done", final=not self.tty)
 
+    def activity(self, what: str, state: str) -> None:
+        """Work between measured queries (profile runs): shown without counting a query."""
+        self.current = what
+        self._draw(state, final=not self.tty)
+
     def skip_queries(self, count: int) -> None:
         self.done += count
 

@@ -88,7 +88,14 @@ class RunOptions:
             "runs": self.runs if self.stop_rule is None else "adaptive",
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
-            "adaptive": dataclasses.asdict(self.stop_rule) if self.stop_rule else None,
+            "adaptive": (
+                {
+                    **dataclasses.asdict(self.stop_rule),
+                    "extended_runs": self.stop_rule.extended_runs,
+                }
+                if self.stop_rule
+                else None
+            ),
             "profile": dataclasses.asdict(self.profile),
             "min_effect": self.thresholds.min_effect,
             "unstable_threshold": self.thresholds.unstable_threshold,
@@ -265,7 +272,7 @@ class Run:
         try:
             for test in tests:
                 if self._run_test(measurer, progress, test) and profiler is not None:
-                    self._profile(profiler, judge, measurer, test)
+                    self._profile(profiler, judge, measurer, test, progress)
                 self._teardown(measurer, test)
                 measurer.samples.clear()
         finally:
@@ -283,7 +290,12 @@ class Run:
         write_manifest(self.options.out, self.manifest)
 
     def _profile(
-        self, profiler: Profiler, judge: InterimJudge, measurer: Measurer, test: TestDef
+        self,
+        profiler: Profiler,
+        judge: InterimJudge,
+        measurer: Measurer,
+        test: TestDef,
+        progress: Progress,
     ) -> None:
         """Profile runs after the test's measured runs, so they cannot disturb them."""
         samples = {index: samples_of(times) for index, times in measurer.samples.items()}
@@ -291,7 +303,11 @@ class Run:
         for query in selected_queries(test, self.options):
             verdict = verdicts.get(query.index)
             wanted = self.options.profile.mode == "all" or verdict in PROFILED_VERDICTS
-            if verdict is not None and wanted:
+            if verdict is not None and wanted and profiler.can_profile():
+                progress.activity(
+                    f"{test.name} query {query.index}",
+                    f"profiling ({verdict.value}, up to {profiler.options.seconds:g} s a side)",
+                )
                 profiler.profile(test, query)
 
     def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> bool:

@@ -6,7 +6,11 @@ query's client times decide whether more runs can still change its verdict:
 1. Stop at `max_runs`, or when the query has used its time budget (both sides' client time
    together): long queries get fewer runs, never fewer than `min_runs`.
 2. Keep running while T > the target precision (default: the minimum effect): the query
-   cannot yet tell a change of the size that matters from noise.
+   cannot yet tell a change of the size that matters from noise. Except (rule 6, futility)
+   when T is below the unstable threshold and |D| + T/2 is below the minimum effect: then
+   neither "changed" nor "unstable" is within reach of a move of D by half the noise floor,
+   and the query settles as unchanged (its equivalence test will usually say
+   "inconclusive": the report shows that it could not rule out a change of min-effect size).
 3. With T at or below the target, stop once |D| is at least T/2 away from the minimum
    effect: a further move of D by half the current noise floor would not flip the verdict.
    Queries whose |D| sits near the minimum effect run on to `max_runs`.
@@ -17,6 +21,12 @@ query's client times decide whether more runs can still change its verdict:
    Benjamini-Hochberg discoveries at the end, whatever the other p-values. Without this, a
    lone change would stop at 7 runs, where no p-value can be below 0.0117, and compare's
    BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
+5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
+   enough that `extended_runs` (1.6 x max_runs: 32) would bring it below, assuming T shrinks
+   like 1/sqrt(runs), is extended: it runs on to `extended_runs` (or its time budget), with
+   no further looks. The decision to extend uses only T, never D, and once made it is not
+   revisited, so it cannot stop a query at a lucky moment; it only spends runs where the
+   verdict would otherwise be "unstable" by a small margin.
 
 Looking at the data repeatedly and stopping early changes error rates; the A/A false
 positive rate of this rule is measured by bench/bench_aa.py, its recall and machine time
@@ -25,24 +35,32 @@ by bench/bench_known_change.py; nothing is assumed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from compare.randomization import SeriesStats
 
-# 7 runs per side: C(14, 7) = 3432 splits, enough for a 0.99 quantile with ~34 splits above
-# it; ClickHouse's own check measured that fewer runs leave slow queries with 2-3 runs and
-# noisy verdicts (METHOD.md §7).
-MIN_RUNS = 7
-# 25 runs per side: beyond this T shrinks like 1/sqrt(n) only slowly; near-boundary queries
-# get up to 25, against the fixed mode's 15.
-MAX_RUNS = 25
+# 5 runs per side: the paired method has 2^5 = 32 sign vectors, so T is the largest
+# |trimmed mean| of any of them (about the mean |ln ratio| of the middle pairs): only a quiet
+# query can settle that early, as unchanged; nothing can be called changed before 10 pairs
+# (compare/FORMATS.md). The pooled method gets C(10, 5) = 252 splits. bench/replay_stops.py
+# measured the choice on the runs of an A/A run: 7 -> 5 cut client time from 0.75 to 0.64 of
+# the fixed 15-run mode with the same unstable count.
+MIN_RUNS = 5
+# 20 runs per side: beyond this T shrinks like 1/sqrt(n) only slowly; near-boundary queries
+# get up to 20 (rule 5: 32 when T is just above the unstable threshold), against the fixed
+# mode's 15.
+MAX_RUNS = 20
 # Per query, both sides' client time together: a 1 s query stops at 15 runs per side.
 QUERY_BUDGET_S = 30.0
+# Rule 5: queries just above the unstable threshold at max_runs run on to 1.6 x max_runs.
+EXTENSION = 1.6
 
 
-# Statistics are computed at runs 7, 9, 11, ...: one chDB evaluation (~25 ms) per two ABBA
-# pairs keeps the analysis a small share of the machine time, and the attainable p-values
-# (the distribution is discrete) barely move between neighbouring run counts.
+# Statistics are computed at runs 5, 7, 9, ... and at max_runs (none during an extension):
+# one chDB evaluation (~25 ms) per two ABBA pairs keeps the analysis a small share of the
+# machine time, and the attainable p-values (the distribution is discrete) barely move
+# between neighbouring run counts.
 CHECK_EVERY = 2
 
 
@@ -55,6 +73,15 @@ class StopRule:
     budget_seconds: float = QUERY_BUDGET_S
     fdr_q: float | None = None  # false-discovery rate of compare's BH step; None: off
     queries: int = 1  # m: the number of queries in the run, for the discovery level
+    unstable_threshold: float | None = 0.10  # rules 5 and 6; None: neither applies
+    futility: bool = True  # rule 6
+
+    @property
+    def extended_runs(self) -> int:
+        """The most runs a query can get (rule 5)."""
+        if self.unstable_threshold is None:
+            return self.max_runs
+        return math.ceil(self.max_runs * EXTENSION)
 
 
 @dataclass(frozen=True)
@@ -75,14 +102,31 @@ def should_stop(
     `discoveries`: queries of this run already stopped as changed."""
     if runs < rule.min_runs:
         return StopDecision(False, f"fewer than {rule.min_runs} runs")
-    if runs >= rule.max_runs:
-        return StopDecision(True, f"reached {rule.max_runs} runs")
     if spent_seconds >= rule.budget_seconds:
         return StopDecision(True, f"used the {rule.budget_seconds:.0f} s time budget")
+    if runs > rule.max_runs:  # only reached when rule 5 extended the query
+        if runs >= rule.extended_runs:
+            return StopDecision(True, f"reached {runs} runs (extended)")
+        return StopDecision(False, f"extended to {rule.extended_runs} runs")
+    if runs == rule.max_runs:
+        if extend(rule, runs, stats):
+            assert stats is not None and stats.threshold is not None
+            return StopDecision(
+                False,
+                f"T {stats.threshold:.1%} just above the unstable threshold: "
+                f"extended to {rule.extended_runs} runs",
+            )
+        return StopDecision(True, f"reached {rule.max_runs} runs")
     if stats is None or stats.diff is None or stats.threshold is None:
         return StopDecision(False, "no statistics yet")
     threshold, distance = stats.threshold, abs(abs(stats.diff) - rule.min_effect)
     if threshold > rule.target:
+        if futile(rule, stats):
+            return StopDecision(
+                True,
+                f"settled: T {threshold:.1%} above the target, but |D| {abs(stats.diff):.1%} is "
+                f"T/2 below the minimum effect and T below the unstable threshold",
+            )
         return StopDecision(False, f"T {threshold:.1%} above the target {rule.target:.1%}")
     if distance < threshold / 2:
         return StopDecision(False, f"|D| within T/2 of the minimum effect {rule.min_effect:.1%}")
@@ -98,6 +142,25 @@ def should_stop(
     return StopDecision(True, f"settled: T {threshold:.1%}, D {stats.diff:+.1%}")
 
 
+def extend(rule: StopRule, runs: int, stats: SeriesStats | None) -> bool:
+    """Rule 5: T above the unstable threshold, but not by more than 1/sqrt(runs) scaling to
+    extended_runs can make up."""
+    limit = rule.unstable_threshold
+    if limit is None or stats is None or stats.threshold is None:
+        return False
+    if rule.extended_runs <= runs:
+        return False
+    return limit <= stats.threshold <= limit * math.sqrt(rule.extended_runs / runs)
+
+
+def futile(rule: StopRule, stats: SeriesStats) -> bool:
+    """Rule 6: T above the target, yet neither "changed" nor "unstable" is within reach."""
+    limit = rule.unstable_threshold
+    if not rule.futility or limit is None or stats.diff is None or stats.threshold is None:
+        return False
+    return stats.threshold < limit and abs(stats.diff) + stats.threshold / 2 < rule.min_effect
+
+
 def discovery_level(rule: StopRule, discoveries: int) -> float:
     assert rule.fdr_q is not None
     return (discoveries + 1) * rule.fdr_q / max(rule.queries, 1)
@@ -105,4 +168,6 @@ def discovery_level(rule: StopRule, discoveries: int) -> float:
 
 def is_checkpoint(rule: StopRule, runs: int) -> bool:
     """Whether to compute statistics after `runs` runs per side."""
-    return runs >= rule.min_runs and (runs - rule.min_runs) % CHECK_EVERY == 0
+    if runs == rule.max_runs:
+        return True  # rule 5 decides there
+    return rule.min_runs <= runs < rule.max_runs and (runs - rule.min_runs) % CHECK_EVERY == 0

@@ -17,6 +17,7 @@ from chperf.artifacts import (
     PROFILE_EVENTS,
     QUERY_LOG,
     RUNS,
+    STOPS,
     TESTS,
     read_table,
 )
@@ -107,6 +108,34 @@ def test_no_server_process_is_left_after_the_run(small_run: Path) -> None:
     pids = server_pids(small_run)
     assert len(pids) == 2
     assert not [pid for pid in pids if process_exists(pid)]
+
+
+def test_the_adaptive_mode_runs_each_query_until_the_stop_rule_says_why(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    """Without --runs: complete ABBA pairs from run 0 up to the count stops.tsv gives, between
+    the rule's minimum (5) and its extended maximum (32), with one of the rule's reasons."""
+    out = tmp_path / "out"
+    result = run_chperf(
+        ["run", "--reference", str(server_binary), "--patched", str(server_binary),
+         "--tests", str(DATA / "runner_small" / "small.xml"), "--no-profile", "--out", str(out)]
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    stops = {(s.test, s.query_index): s for s in read_table(out, STOPS).rows}
+    assert sorted(stops) == [("small", 0), ("small", 1), ("small", 2)]
+    runs: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    for row in read_table(out, RUNS).rows:
+        runs[(row.test, row.query_index, row.server)].append(row.run)
+    reasons = ("settled", "reached 20 runs", "reached 32 runs (extended)", "time budget")
+    for (test, index), stop in stops.items():
+        assert 5 <= stop.runs <= 32
+        assert stop.reason.startswith(reasons) or "time budget" in stop.reason, stop.reason
+        for side in ("reference", "patched"):
+            assert runs[(test, index, side)] == list(range(stop.runs))
+    options = json.loads((out / "run.json").read_text())["options"]
+    assert options["runs"] == "adaptive"
+    rule = options["adaptive"]
+    assert (rule["min_runs"], rule["max_runs"], rule["extended_runs"]) == (5, 20, 32)
 
 
 def test_interrupted_run_stops_servers_and_keeps_artifacts(

@@ -23,7 +23,7 @@ def stats(diff: float, threshold: float, p_value: float = 0.5) -> SeriesStats:
         (25, 1.0, stats(0.06, 0.2), True, "reached 25 runs"),
         (10, 31.0, stats(0.06, 0.2), True, "time budget"),
         (8, 1.0, None, False, "no statistics"),
-        (8, 1.0, stats(0.0, 0.08), False, "above the target"),
+        (8, 1.0, stats(0.02, 0.08), False, "above the target"),
         (8, 1.0, stats(0.01, 0.04), True, "settled"),
         (8, 1.0, stats(0.06, 0.04), False, "within T/2 of the minimum effect"),
         (8, 1.0, stats(-0.20, 0.04), True, "settled"),
@@ -60,3 +60,59 @@ def test_statistics_are_computed_every_second_run_from_the_minimum() -> None:
     from runner.stopping import is_checkpoint
 
     assert [n for n in range(1, 14) if is_checkpoint(RULE, n)] == [7, 9, 11, 13]
+
+
+@pytest.mark.parametrize(
+    ("threshold", "extended"),
+    [(0.099, False), (0.10, True), (0.12, True), (0.126, True), (0.127, False), (0.3, False)],
+)
+def test_at_25_runs_only_a_t_just_above_the_unstable_threshold_is_extended(
+    threshold: float, extended: bool
+) -> None:
+    # 10% x sqrt(40 / 25) = 12.65%: the largest T that 40 runs can be expected to bring below
+    decision = should_stop(RULE, 25, 10.0, stats(0.0, threshold))
+    assert decision.stop is not extended
+    assert ("extended to 40 runs" in decision.reason) is extended
+
+
+def test_an_extended_query_runs_to_40_or_its_budget_without_further_looks() -> None:
+    assert RULE.extended_runs == 40
+    # between 25 and 40 nothing in the statistics stops it, not even a settled-looking T
+    for runs in (26, 30, 39):
+        assert not should_stop(RULE, runs, 12.0, stats(0.0, 0.01)).stop
+    assert should_stop(RULE, 40, 12.0, stats(0.0, 0.12)).reason == "reached 40 runs (extended)"
+    assert "time budget" in should_stop(RULE, 33, 30.5, stats(0.0, 0.12)).reason
+
+
+def test_without_an_unstable_threshold_nothing_is_extended() -> None:
+    rule = StopRule(unstable_threshold=None)
+    assert rule.extended_runs == rule.max_runs == 20
+    assert should_stop(rule, 20, 1.0, stats(0.0, 0.11)).stop
+
+
+def test_the_defaults_look_at_5_7_to_19_and_at_20_then_not_while_extended() -> None:
+    from runner.stopping import is_checkpoint
+
+    rule = StopRule()
+    assert (rule.min_runs, rule.max_runs, rule.extended_runs) == (5, 20, 32)
+    assert [n for n in range(1, 33) if is_checkpoint(rule, n)] == [5, 7, 9, 11, 13, 15, 17, 19, 20]
+    assert "extended to 32 runs" in should_stop(rule, 20, 5.0, stats(0.0, 0.11)).reason
+
+
+@pytest.mark.parametrize(
+    ("diff", "threshold", "stop"),
+    [
+        (0.01, 0.06, True),  # 1% + 3% < 5%: no move by T/2 makes it a change
+        (-0.02, 0.05001, True),
+        (0.025, 0.06, False),  # 2.5% + 3% reaches the minimum effect: run on
+        (0.0, 0.10, False),  # T at the unstable threshold: run on, more runs may bring it below
+        (0.07, 0.08, False),  # looks changed
+    ],
+)
+def test_a_query_above_the_target_settles_when_neither_change_nor_instability_is_in_reach(
+    diff: float, threshold: float, stop: bool
+) -> None:
+    decision = should_stop(RULE, 9, 1.0, stats(diff, threshold))
+    assert decision.stop is stop
+    assert ("above the target" in decision.reason) is True
+    assert should_stop(StopRule(futility=False), 9, 1.0, stats(diff, threshold)).stop is False

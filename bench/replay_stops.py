@@ -1,0 +1,187 @@
+"""Replays the adaptive stop rule (runner/stopping.py) over the runs of an existing long
+fixed run, without servers: for each query, in run order, the rule sees the same interim
+statistics the runner would have computed after each run and stops where the runner would
+have stopped; `chperf compare` then judges the truncated runs. The first 15 runs of the same
+data give the fixed 15-run mode. Both modes therefore see exactly the same measurements, so
+the difference between them is the rule's alone (on the machine, the modes also differ in
+when they ran).
+
+A query can only be replayed up to the runs the source has: use a run with at least
+`extended_runs` (40) runs a side (`chperf run --runs 41`); a rule that wants more is cut
+there and the count of such queries is printed. An adaptive source works for rules that
+stop no later than the source did; its fixed-15 client time is then extrapolated from the
+mean pair time of queries it stopped earlier.
+
+With --truth DIR (a run of at least 41 runs a side with the same change), prints for both
+modes what bench/bench_known_change.py prints: recall on true changes of at least 10%, flags
+in the wrong direction, flags on true changes below 2%, and the client time of adaptive over
+fixed-15. Without it, the source itself is the truth (its own full-length verdicts).
+
+Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+# Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from chperf.artifacts import QUERIES, QUERY_LOG, RUNS, read_table, write_table
+from compare import CompareOptions, compare_directory
+from compare.verdict import Thresholds
+from runner.interim import InterimJudge
+from runner.measure import samples_of
+from runner.stopping import StopRule, is_checkpoint, should_stop
+
+Key = tuple[str, int]
+LARGE, SMALL, FIXED = 0.10, 0.02, 15
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run", type=Path, help="a fixed run with many runs a side")
+    parser.add_argument("--truth", type=Path, default=None)
+    parser.add_argument("--no-fdr", action="store_true")
+    parser.add_argument("--no-futility", action="store_true", help="without rule 6")
+    parser.add_argument("--no-extension", action="store_true", help="without rule 5")
+    parser.add_argument("--max-runs", type=int, default=StopRule.max_runs)
+    parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)
+    args = parser.parse_args()
+    options = CompareOptions(fdr=None) if args.no_fdr else CompareOptions()
+    runs = _pairs(args.run)
+    rule = StopRule(
+        min_runs=args.min_runs,
+        max_runs=args.max_runs,
+        fdr_q=options.fdr,
+        queries=len(runs),
+        futility=not args.no_futility,
+        unstable_threshold=None if args.no_extension else options.unstable_threshold,
+    )
+    stops, short = _replay(rule, runs, options)
+    with tempfile.TemporaryDirectory(prefix="chperf-replay-") as scratch:
+        adaptive = _judge(args.run, Path(scratch) / "adaptive", stops, options)
+        fixed = _judge(args.run, Path(scratch) / "fixed", dict.fromkeys(runs, FIXED), options)
+        truth_dir = args.truth or args.run
+        full = {k: max(len(v), 1) for k, v in _pairs(truth_dir).items()}
+        truth = _judge(truth_dir, Path(scratch) / "truth", full, options)
+    counts = collections.Counter(stops.values())
+    print(f"replayed {len(runs)} queries of {args.run}; runs a side: "
+          + ", ".join(f"{n}: {c}" for n, c in sorted(counts.items())))  # fmt: skip
+    if short:
+        print(f"{short} queries wanted more runs than the source has (cut there)")
+    for name, verdicts, spent in (
+        ("adaptive", adaptive, _client_seconds(runs, stops)),
+        ("fixed 15", fixed, _client_seconds(runs, dict.fromkeys(runs, FIXED))),
+    ):
+        print(f"{name}: client time {spent:.1f} s; " + _accuracy(verdicts, truth))
+    ratio = _client_seconds(runs, stops) / _client_seconds(runs, dict.fromkeys(runs, FIXED))
+    print(f"adaptive / fixed-15 client time: {ratio:.2f} (bar <= 0.6)")
+    differ = [k for k in adaptive if adaptive[k]["verdict"] != fixed.get(k, {}).get("verdict")]
+    print(f"verdicts that differ between the modes: {len(differ)}")
+    for key in differ:
+        a, f, t = adaptive[key], fixed[key], truth.get(key, {})
+        print(f"  {key[0]} #{key[1]}: adaptive {a['verdict']} ({stops[key]} runs), fixed-15 "
+              f"{f['verdict']}, true D {_pct(t.get('diff'))}")  # fmt: skip
+
+
+def _pairs(run: Path) -> dict[Key, list[tuple[float, float]]]:
+    """Per query, in queries.tsv order, the (reference, patched) client times by run number."""
+    sides: dict[Key, dict[str, dict[int, float]]] = collections.defaultdict(
+        lambda: collections.defaultdict(dict)
+    )
+    for row in read_table(run, RUNS).rows:
+        sides[(row.test, row.query_index)][row.server][row.run] = row.client_time
+    order = [(q.test, q.query_index) for q in read_table(run, QUERIES).rows]
+    pairs = {}
+    for key in order:
+        ref, pat = sides[key]["reference"], sides[key]["patched"]
+        pairs[key] = [(ref[n], pat[n]) for n in sorted(ref) if n in pat]
+    return pairs
+
+
+def _replay(
+    rule: StopRule, runs: dict[Key, list[tuple[float, float]]], options: CompareOptions
+) -> tuple[dict[Key, int], int]:
+    judge = InterimJudge(Thresholds(options.min_effect, options.unstable_threshold))
+    stops: dict[Key, int] = {}
+    discoveries = short = 0
+    try:
+        for key, pairs in runs.items():
+            stops[key] = len(pairs)
+            for n in range(1, len(pairs) + 1):
+                times = {
+                    "reference": [r for r, _ in pairs[:n]],
+                    "patched": [p for _, p in pairs[:n]],
+                }
+                spent = sum(times["reference"]) + sum(times["patched"])
+                stats = judge.stats(samples_of(times)) if is_checkpoint(rule, n) else None
+                decision = should_stop(rule, n, spent, stats, discoveries)
+                if decision.stop:
+                    stops[key] = n
+                    discoveries += decision.discovery
+                    break
+            else:
+                short += len(pairs) < rule.extended_runs
+    finally:
+        judge.close()
+    return stops, short
+
+
+def _judge(
+    source: Path, copy: Path, keep: dict[Key, int], options: CompareOptions
+) -> dict[Key, dict[str, Any]]:
+    """compare over a copy of `source` holding the first keep[query] runs of each query."""
+    shutil.copytree(source, copy)
+    rows = [
+        r for r in read_table(source, RUNS).rows if r.run < keep.get((r.test, r.query_index), 0)
+    ]
+    write_table(copy, RUNS, rows)
+    ids = {r.query_id for r in rows}
+    write_table(
+        copy, QUERY_LOG, [r for r in read_table(source, QUERY_LOG).rows if r.query_id in ids]
+    )
+    compare_directory(copy, options)
+    data = json.loads((copy / "summary.json").read_text())
+    return {(q["test"], q["query_index"]): q for q in data["queries"]}
+
+
+def _client_seconds(runs: dict[Key, list[tuple[float, float]]], keep: dict[Key, int]) -> float:
+    """Client time of the first keep[query] runs; a query with fewer runs in the source (an
+    adaptive source stopped it earlier) counts its mean pair time for each missing run."""
+    total = 0.0
+    for key, pairs in runs.items():
+        kept = pairs[: keep[key]]
+        if kept:
+            total += sum(r + p for r, p in kept) * max(1.0, keep[key] / len(kept))
+    return total
+
+
+def _accuracy(verdicts: dict[Key, dict[str, Any]], truth: dict[Key, dict[str, Any]]) -> str:
+    true_d = {k: q["diff"] for k, q in truth.items() if q.get("diff") is not None}
+    flagged = {k: q["verdict"] for k, q in verdicts.items() if q["verdict"] in ("faster", "slower")}
+    large = [k for k, d in true_d.items() if abs(d) >= LARGE]
+    found = [k for k in large if flagged.get(k) == ("slower" if true_d[k] > 0 else "faster")]
+    wrong = [k for k, v in flagged.items() if k in true_d and (v == "slower") != (true_d[k] > 0)]
+    small = [k for k in flagged if k in true_d and abs(true_d[k]) < SMALL]
+    counts = collections.Counter(q["verdict"] for q in verdicts.values())
+    recall = len(found) / len(large) if large else float("nan")
+    return (
+        ", ".join(f"{v} {n}" for v, n in sorted(counts.items()))
+        + f"; recall on |true| >= {LARGE:.0%}: {len(found)}/{len(large)} ({recall:.0%}); "
+        f"wrong direction {len(wrong)}; flagged with |true| < {SMALL:.0%}: {len(small)}"
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1%}"
+
+
+if __name__ == "__main__":
+    main()

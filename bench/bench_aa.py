@@ -81,7 +81,7 @@ def _print_calibration(path: Path) -> None:
     flagged = sum(r.flagged for r in rows)
     print(
         f"{path}: {len(rows)} queries; flagged by the per-query rule {flagged} "
-        f"({flagged / len(rows):.1%}); mean split flag rate "
+        f"({flagged / len(rows):.1%}); mean flag rate "
         f"{statistics.fmean(r.flag_rate for r in rows):.3%}; median T "
         f"{statistics.median(r.threshold for r in rows):.1%}; median |A/A D| "
         f"{statistics.median(abs(r.diff) for r in rows):.1%}; median MDE "

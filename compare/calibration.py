@@ -9,8 +9,10 @@ has no real change, so whatever it shows is noise. Per query the calibration rec
   flagged     1 when this A/A run's per-query rule (|D| >= T and |D| >= min effect, before
               false-discovery control) called it changed: a false positive seen
   flag_rate   the share of random relabellings of the query's own A/A runs that the
-              per-query rule would flag (randomization splits with |median difference| >=
-              max(T, min effect x reference median)). It assumes runs are exchangeable, so
+              per-query rule would flag, under the query's method: pooled splits with
+              |median difference| >= max(T, min effect x reference median), or (paired)
+              sign vectors with |trimmed mean of s_i r_i| >= max(ln(1 + T),
+              ln(1 + min effect)) (paired_tail_share.sql). It assumes exchangeability, so
               it measures the run-to-run part of the false-positive rate only; `diff` and
               `flagged` show the server-to-server part. Under the 0.99 quantile it is at most
               ~1% by construction, and ~0 when the min effect dominates T.
@@ -31,6 +33,7 @@ Format history of calibration.tsv (TabSeparatedWithNames, chperf.artifacts escap
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +99,15 @@ def flag_cutoff(verdict: QueryVerdict) -> float | None:
     if stats is None or stats.diff is None or verdict.min_effect is None:
         return None
     return max(stats.threshold_abs, verdict.min_effect * stats.reference_median)
+
+
+def paired_flag_cutoff(verdict: QueryVerdict) -> float | None:
+    """The same cutoff for the paired statistic, as a log ratio: max(T, min effect) on the
+    log scale, where the paired rule compares |trimmed mean of ln ratios| with T."""
+    stats = verdict.stats
+    if stats is None or stats.threshold is None or verdict.min_effect is None:
+        return None
+    return max(math.log1p(stats.threshold), math.log1p(verdict.min_effect))
 
 
 def calibration_rows(

@@ -21,6 +21,7 @@ from compare.calibration import (
     Calibration,
     calibration_rows,
     flag_cutoff,
+    paired_flag_cutoff,
     read_calibration,
     write_calibration,
 )
@@ -36,7 +37,7 @@ from compare.outputs import (
     write_verdicts,
 )
 from compare.paired import PAIRED
-from compare.randomization import Randomization, Samples, SeriesStats
+from compare.randomization import Samples, SeriesStats
 from compare.statistics import QueryStatistics
 from compare.verdict import (
     EQUIVALENT,
@@ -114,7 +115,7 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
         metric_stats = randomization.statistics(metric_series.series)
         if options.aa:
             write_calibration(
-                out, calibration_rows(verdicts, _flag_rates(verdicts, randomization, measurable))
+                out, calibration_rows(verdicts, _flag_rates(verdicts, statistics, measurable))
             )
     metrics = [MetricRow(t, q, m, s) for (t, q, m), s in metric_stats.items()]
     notes = [GlobalProblem(p, fails_check=False) for p in metric_series.problems]
@@ -201,12 +202,26 @@ def _with_extra(
 
 def _flag_rates(
     verdicts: Sequence[QueryVerdict],
-    randomization: Randomization,
+    statistics: QueryStatistics,
     measurable: Mapping[tuple[str, int], Samples],
 ) -> dict[tuple[str, int], float]:
-    cutoffs = {(v.test, v.query_index): flag_cutoff(v) for v in verdicts}
-    wanted = {k: c for k, c in cutoffs.items() if c is not None and k in measurable}
-    return randomization.tail_shares({k: measurable[k] for k in wanted}, wanted)
+    """Per query, how often relabelling its own A/A runs would reach the per-query rule's
+    cutoff, under the method its statistics came from: pooled splits, or sign vectors."""
+    pooled: dict[tuple[str, int], float] = {}
+    paired: dict[tuple[str, int], float] = {}
+    for v in verdicts:
+        key = (v.test, v.query_index)
+        if key not in measurable:
+            continue
+        if v.stats is not None and v.stats.method == PAIRED:
+            if (cutoff := paired_flag_cutoff(v)) is not None:
+                paired[key] = cutoff
+        elif (cutoff := flag_cutoff(v)) is not None:
+            pooled[key] = cutoff
+    rates = statistics.randomization.tail_shares({k: measurable[k] for k in pooled}, pooled)
+    usable = {k: [p for p in measurable[k].pairs if min(p) > 0] for k in paired}
+    rates.update(statistics.paired.tail_shares(usable, paired))
+    return rates
 
 
 def _check_aa(out: Path, manifest: Mapping[str, Any]) -> None:

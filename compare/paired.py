@@ -103,6 +103,35 @@ class Paired:
         path.unlink()
         return {keys[int(row[0])]: _parse(row) for row in rows}
 
+    def tail_shares(
+        self, series: Mapping[K, Sequence[Pair]], cutoffs: Mapping[K, float]
+    ) -> dict[K, float]:
+        """Per series, the share of sign vectors the per-query rule would flag: |trimmed mean|
+        at least its cutoff (a log ratio) and a p-value of at most 1 - QUANTILE."""
+        keys = [k for k in series if k in cutoffs]
+        if not keys:
+            return {}
+        for n in {len(series[k]) for k in keys}:
+            self._ensure(n)
+        number = next(self._files)
+        pairs_file = self._engine.scratch / f"pairs-{number}.tsv"
+        cutoff_file = self._engine.scratch / f"cutoffs-{number}.tsv"
+        lines = ["series\treference\tpatched\n"]
+        for index, key in enumerate(keys):
+            lines.extend(f"{index}\t{float(r)!r}\t{float(p)!r}\n" for r, p in series[key])
+        pairs_file.write_text("".join(lines), encoding="utf-8")
+        cuts = ["series\tcutoff\n", *(f"{i}\t{float(cutoffs[k])!r}\n" for i, k in enumerate(keys))]
+        cutoff_file.write_text("".join(cuts), encoding="utf-8")
+        params: dict[str, str | int | float] = {
+            "pairs": str(pairs_file),
+            "cutoffs": str(cutoff_file),
+            "level": 1 - QUANTILE,
+        }
+        rows = self._engine.rows("paired_tail_share.sql", params)
+        pairs_file.unlink()
+        cutoff_file.unlink()
+        return {keys[int(row[0])]: float(row[1]) for row in rows}
+
     def _ensure(self, n: int) -> None:
         if n in self._sizes:
             return

@@ -20,8 +20,10 @@
 --   p_value Float64         share of sign vectors with |statistic| >= |observed|; for
 --                           sampled vectors (k + 1) / (N + 1), so that it is never 0
 --   significant UInt8       |observed| >= threshold_log and p_value <= 1 - quantile: with few
---                           pairs the most extreme sign vectors alone hold more than 1% (2 of
---                           128 at 7 pairs), and the quantile cannot make the test any stricter
+--                           pairs the most extreme sign vectors alone hold more than 1%
+--                           (2^(k+1) of 2^n with k trimmed pairs a side: 4 of 128 at 7 pairs,
+--                           since swapping trimmed pairs leaves the statistic as it is), and
+--                           the quantile cannot make the test any stricter
 --   ci_low Float64, ci_high Float64   exp of the resampled trimmed means at the two ranks
 -- Comparisons of a relabelled statistic with the observed one allow a relative 1e-9: the two
 -- are the same sum computed in a different order.

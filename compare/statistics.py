@@ -24,7 +24,7 @@ class QueryStatistics:
     def __init__(self, engine: SqlEngine, method: str = PAIRED) -> None:
         self.method = method
         self.randomization = Randomization(engine)
-        self._paired = Paired(engine)
+        self.paired = Paired(engine)
 
     def statistics(self, series: Mapping[K, Samples]) -> dict[K, SeriesStats]:
         """Pooled statistics for every series; with the paired method, the paired statistic
@@ -42,7 +42,7 @@ class QueryStatistics:
         stats = self.randomization.statistics(
             {key: s for key, s in series.items() if key not in usable}
         )
-        for key, found in self._paired.statistics(usable).items():
+        for key, found in self.paired.statistics(usable).items():
             s = series[key]
             reference_median = float(np.median(s.reference))
             stats[key] = SeriesStats(

@@ -134,3 +134,29 @@ def test_the_p_value_floor_is_set_by_the_trimmed_pairs(engine: SqlEngine, n: int
     found = Paired(engine).statistics({0: pairs})[0]
     assert found.p_value == pytest.approx(2 ** (trim_count(n) + 1) / 2**n)
     assert found.significant == (n >= 10)
+
+
+def test_tail_shares_count_the_sign_vectors_that_reach_the_cutoff(engine: SqlEngine) -> None:
+    """calibration.tsv flag_rate under the paired method, against the numpy enumeration."""
+    rng = np.random.default_rng(3)
+    pairs = [
+        (float(a), float(a * np.exp(rng.normal(0.0, 0.04)))) for a in rng.lognormal(0, 0.2, 13)
+    ]
+    r = np.log(np.array([p for _, p in pairs]) / np.array([x for x, _ in pairs]))
+    k = trim_count(len(r))
+    flips = np.array(
+        [abs(np.sort(np.array(s) * r)[k : len(r) - k].mean())
+         for s in itertools.product((-1.0, 1.0), repeat=len(r))]
+    )  # fmt: skip
+    # flagged: at least the cutoff, and itself significant (at most 1% of vectors reach it)
+    ordered = np.sort(flips)
+    reaching = len(flips) - np.searchsorted(ordered, flips * (1 - 1e-9), side="left")
+    rare = reaching / len(flips) <= 0.01
+    cutoffs = {"low": 0.001, "high": float(np.log1p(0.05)), "none": 1.0}
+    shares = Paired(engine).tail_shares(dict.fromkeys(cutoffs, pairs), cutoffs)
+    for name, cutoff in cutoffs.items():
+        assert shares[name] == pytest.approx(float(np.mean((flips >= cutoff) & rare)))
+    assert shares["none"] == 0.0 and 0 < shares["low"] <= 0.01
+    # 9 pairs: the largest value is shared by 2^(2+1) of 512 vectors (trimmed pairs swap
+    # freely), more than 1%, so nothing can be flagged, as no p-value can reach 0.01
+    assert Paired(engine).tail_shares({0: pairs[:9]}, {0: 0.0})[0] == 0.0

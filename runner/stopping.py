@@ -15,14 +15,15 @@ query's client times decide whether more runs can still change its verdict:
    effect: a further move of D by half the current noise floor would not flip the verdict.
    Queries whose |D| sits near the minimum effect run on to `max_runs`.
 4. With false-discovery control on (`--fdr q`), a query that looks changed stops only once
-   its randomization p-value is at most (c + 1) * q / m, where m is the number of queries
-   of the run and c the number that already stopped this way. Every query stopped as
+   (and, whatever its T, as soon as) its randomization p-value is at most (c + 1) * q / m,
+   where m is the number of queries of the run and c the number that already stopped this
+   way. Every query stopped as
    changed then has p <= C * q / m for the final count C, so all of them are
    Benjamini-Hochberg discoveries at the end, whatever the other p-values. Without this, a
    lone change would stop at 7 runs, where no p-value can be below 0.0117, and compare's
    BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
 5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
-   enough that `extended_runs` (1.6 x max_runs: 32) would bring it below, assuming T shrinks
+   enough that `extended_runs` (1.6 x max_runs: 40) would bring it below, assuming T shrinks
    like 1/sqrt(runs), is extended: it runs on to `extended_runs` (or its time budget), with
    no further looks. The decision to extend uses only T, never D, and once made it is not
    revisited, so it cannot stop a query at a lucky moment; it only spends runs where the
@@ -40,24 +41,23 @@ from dataclasses import dataclass
 
 from compare.randomization import SeriesStats
 
-# 5 runs per side: the paired method has 2^5 = 32 sign vectors, so T is the largest
-# |trimmed mean| of any of them (about the mean |ln ratio| of the middle pairs): only a quiet
-# query can settle that early, as unchanged; nothing can be called changed before 10 pairs
-# (compare/FORMATS.md). The pooled method gets C(10, 5) = 252 splits. bench/replay_stops.py
-# measured the choice on the runs of an A/A run: 7 -> 5 cut client time from 0.75 to 0.64 of
-# the fixed 15-run mode with the same unstable count.
-MIN_RUNS = 5
-# 20 runs per side: beyond this T shrinks like 1/sqrt(n) only slowly; near-boundary queries
-# get up to 20 (rule 5: 32 when T is just above the unstable threshold), against the fixed
-# mode's 15.
-MAX_RUNS = 20
+# 7 runs per side: the paired method has 2^7 = 128 sign vectors; the pooled one C(14, 7) =
+# 3432 splits. bench/replay_stops.py on a 41-run known-change run: starting at 5 runs saved
+# 5% of the machine time but settled two queries with true slowdowns of 7-8% as unchanged
+# after their first 5 pairs; ClickHouse's own check also found fewer runs too noisy
+# (METHOD.md §7).
+MIN_RUNS = 7
+# 25 runs per side: beyond this T shrinks like 1/sqrt(n) only slowly; near-boundary queries
+# get up to 25 (rule 5: 40 when T is just above the unstable threshold), against the fixed
+# mode's 15. The same replay with 20: 3 of 18 true changes >= 10% missed, against 0 of 18.
+MAX_RUNS = 25
 # Per query, both sides' client time together: a 1 s query stops at 15 runs per side.
 QUERY_BUDGET_S = 30.0
 # Rule 5: queries just above the unstable threshold at max_runs run on to 1.6 x max_runs.
 EXTENSION = 1.6
 
 
-# Statistics are computed at runs 5, 7, 9, ... and at max_runs (none during an extension):
+# Statistics are computed at runs 7, 9, 11, ... and at max_runs (none during an extension):
 # one chDB evaluation (~25 ms) per two ABBA pairs keeps the analysis a small share of the
 # machine time, and the attainable p-values (the distribution is discrete) barely move
 # between neighbouring run counts.
@@ -120,6 +120,18 @@ def should_stop(
     if stats is None or stats.diff is None or stats.threshold is None:
         return StopDecision(False, "no statistics yet")
     threshold, distance = stats.threshold, abs(abs(stats.diff) - rule.min_effect)
+    # By magnitude, not `significant`: below 10 pairs the paired method cannot be significant
+    # at 1% yet, and a change must run on rather than settle as unchanged.
+    looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect)
+    if (
+        looks_changed
+        and rule.fdr_q is not None
+        and stats.p_value <= discovery_level(rule, discoveries)
+    ):
+        # Rule 4 settles a change whatever T is: its p-value already makes it a discovery.
+        level = discovery_level(rule, discoveries)
+        figures = f"D {stats.diff:+.1%}, p {stats.p_value:.2g}, discovery level {level:.2g}"
+        return StopDecision(True, f"settled changed ({figures})", discovery=True)
     if threshold > rule.target:
         if futile(rule, stats):
             return StopDecision(
@@ -130,9 +142,6 @@ def should_stop(
         return StopDecision(False, f"T {threshold:.1%} above the target {rule.target:.1%}")
     if distance < threshold / 2:
         return StopDecision(False, f"|D| within T/2 of the minimum effect {rule.min_effect:.1%}")
-    # By magnitude, not `significant`: at 7 pairs the paired method cannot be significant at
-    # 1% yet, and a change must run on rather than settle as unchanged.
-    looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect)
     if looks_changed and rule.fdr_q is not None:
         level = discovery_level(rule, discoveries)
         figures = f"D {stats.diff:+.1%}, p {stats.p_value:.2g}, discovery level {level:.2g}"

@@ -114,7 +114,7 @@ def test_the_adaptive_mode_runs_each_query_until_the_stop_rule_says_why(
     tmp_path: Path, server_binary: Path
 ) -> None:
     """Without --runs: complete ABBA pairs from run 0 up to the count stops.tsv gives, between
-    the rule's minimum (5) and its extended maximum (32), with one of the rule's reasons."""
+    the rule's minimum (7) and its extended maximum (40), with one of the rule's reasons."""
     out = tmp_path / "out"
     result = run_chperf(
         ["run", "--reference", str(server_binary), "--patched", str(server_binary),
@@ -126,16 +126,16 @@ def test_the_adaptive_mode_runs_each_query_until_the_stop_rule_says_why(
     runs: dict[tuple[str, int, str], list[int]] = defaultdict(list)
     for row in read_table(out, RUNS).rows:
         runs[(row.test, row.query_index, row.server)].append(row.run)
-    reasons = ("settled", "reached 20 runs", "reached 32 runs (extended)", "time budget")
+    reasons = ("settled", "reached 25 runs", "reached 40 runs (extended)", "time budget")
     for (test, index), stop in stops.items():
-        assert 5 <= stop.runs <= 32
+        assert 7 <= stop.runs <= 40
         assert stop.reason.startswith(reasons) or "time budget" in stop.reason, stop.reason
         for side in ("reference", "patched"):
             assert runs[(test, index, side)] == list(range(stop.runs))
     options = json.loads((out / "run.json").read_text())["options"]
     assert options["runs"] == "adaptive"
     rule = options["adaptive"]
-    assert (rule["min_runs"], rule["max_runs"], rule["extended_runs"]) == (5, 20, 32)
+    assert (rule["min_runs"], rule["max_runs"], rule["extended_runs"]) == (7, 25, 40)
 
 
 def test_interrupted_run_stops_servers_and_keeps_artifacts(

@@ -86,17 +86,19 @@ def test_an_extended_query_runs_to_40_or_its_budget_without_further_looks() -> N
 
 def test_without_an_unstable_threshold_nothing_is_extended() -> None:
     rule = StopRule(unstable_threshold=None)
-    assert rule.extended_runs == rule.max_runs == 20
-    assert should_stop(rule, 20, 1.0, stats(0.0, 0.11)).stop
+    assert rule.extended_runs == rule.max_runs == 25
+    assert should_stop(rule, 25, 1.0, stats(0.0, 0.11)).stop
 
 
-def test_the_defaults_look_at_5_7_to_19_and_at_20_then_not_while_extended() -> None:
+def test_the_defaults_look_from_7_every_second_run_and_at_the_cap_not_while_extended() -> None:
     from runner.stopping import is_checkpoint
 
     rule = StopRule()
-    assert (rule.min_runs, rule.max_runs, rule.extended_runs) == (5, 20, 32)
-    assert [n for n in range(1, 33) if is_checkpoint(rule, n)] == [5, 7, 9, 11, 13, 15, 17, 19, 20]
-    assert "extended to 32 runs" in should_stop(rule, 20, 5.0, stats(0.0, 0.11)).reason
+    assert (rule.min_runs, rule.max_runs, rule.extended_runs) == (7, 25, 40)
+    assert [n for n in range(1, 41) if is_checkpoint(rule, n)] == list(range(7, 26, 2))
+    uneven = StopRule(min_runs=5, max_runs=20)
+    assert [n for n in range(1, 33) if is_checkpoint(uneven, n)] == [*range(5, 20, 2), 20]
+    assert "extended to 40 runs" in should_stop(rule, 25, 5.0, stats(0.0, 0.11)).reason
 
 
 @pytest.mark.parametrize(
@@ -116,3 +118,11 @@ def test_a_query_above_the_target_settles_when_neither_change_nor_instability_is
     assert decision.stop is stop
     assert ("above the target" in decision.reason) is True
     assert should_stop(StopRule(futility=False), 9, 1.0, stats(diff, threshold)).stop is False
+
+
+def test_a_sure_discovery_settles_even_while_t_is_above_the_target() -> None:
+    # D +20%, T 8% (above the 5% target): a discovery at p 0.0001 need not wait for T
+    decision = should_stop(FDR_RULE, 15, 3.0, stats(0.2, 0.08, p_value=0.0001))
+    assert decision.stop and decision.discovery
+    waiting = should_stop(FDR_RULE, 15, 3.0, stats(0.2, 0.08, p_value=0.01))
+    assert not waiting.stop

@@ -27,6 +27,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
+from pathlib import Path
 from typing import TypeVar
 
 from compare.bootstrap import RESAMPLES, interval_ranks
@@ -88,10 +89,7 @@ class Paired:
         for n in {len(pairs) for pairs in series.values()}:
             self._ensure(n)
         path = self._engine.scratch / f"pairs-{next(self._files)}.tsv"
-        lines = ["series\treference\tpatched\n"]
-        for index, key in enumerate(keys):
-            lines.extend(f"{index}\t{float(r)!r}\t{float(p)!r}\n" for r, p in series[key])
-        path.write_text("".join(lines), encoding="utf-8")
+        _write_pairs(path, [series[k] for k in keys])
         low, high = interval_ranks()
         params: dict[str, str | int | float] = {
             "pairs": str(path),
@@ -116,10 +114,7 @@ class Paired:
         number = next(self._files)
         pairs_file = self._engine.scratch / f"pairs-{number}.tsv"
         cutoff_file = self._engine.scratch / f"cutoffs-{number}.tsv"
-        lines = ["series\treference\tpatched\n"]
-        for index, key in enumerate(keys):
-            lines.extend(f"{index}\t{float(r)!r}\t{float(p)!r}\n" for r, p in series[key])
-        pairs_file.write_text("".join(lines), encoding="utf-8")
+        _write_pairs(pairs_file, [series[k] for k in keys])
         cuts = ["series\tcutoff\n", *(f"{i}\t{float(cutoffs[k])!r}\n" for i, k in enumerate(keys))]
         cutoff_file.write_text("".join(cuts), encoding="utf-8")
         params: dict[str, str | int | float] = {
@@ -150,6 +145,14 @@ class Paired:
         draws = {"n": n, "trim": trim, "resamples": RESAMPLES, "seed": DRAW_SEED}
         self._engine.insert("paired_draws", "paired_draws.sql", draws)
         self._sizes.add(n)
+
+
+def _write_pairs(path: Path, series: Sequence[Sequence[Pair]]) -> None:
+    """The pairs input of paired.sql and paired_tail_share.sql: series numbered by position."""
+    lines = ["series\treference\tpatched\n"]
+    for index, pairs in enumerate(series):
+        lines.extend(f"{index}\t{float(r)!r}\t{float(p)!r}\n" for r, p in pairs)
+    path.write_text("".join(lines), encoding="utf-8")
 
 
 def _parse(row: list[str]) -> PairedStats:

@@ -16,7 +16,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
 
@@ -60,6 +60,7 @@ class RunRow:
     run: int
     query_id: str
     client_time: float  # seconds, wall time around the run with the result fully received
+    process: int = 0  # which server process of its side ran it (runner/schedule.server_set)
 
 
 @dataclass(frozen=True)
@@ -272,23 +273,41 @@ def read_table(directory: Path, table: Table[R]) -> TableContents[R]:
     with path.open(encoding="utf-8", errors="replace", newline="\n") as f:
         lines = iter(f)
         header = next(lines, None)
-        if header is None or header.rstrip("\n").split("\t") != list(table.columns):
+        present = _present_columns(table, header)
+        if present is None:
             expected = " ".join(table.columns)
             problems.append(ReadProblem(table.file, 1, f"header is not the columns {expected}"))
             return TableContents((), tuple(problems), False)
         for number, line in enumerate(lines, start=2):
-            row = _parse_line(table, line, number, problems)
+            row = _parse_line(table, present, line, number, problems)
             if row is not None:
                 rows.append(row)
     return TableContents(tuple(rows), tuple(problems), False)
 
 
-def _parse_line(table: Table[R], line: str, number: int, problems: list[ReadProblem]) -> R | None:
+def _present_columns(table: Table[R], header: str | None) -> int | None:
+    """How many of the table's columns the file has: all of them, or (a file written before
+    a column with a default was added) a leading part that leaves out only such columns."""
+    if header is None:
+        return None
+    names = header.rstrip("\n").split("\t")
+    columns = fields(table.row_type)
+    if names != list(table.columns)[: len(names)]:
+        return None
+    missing = columns[len(names) :]
+    if any(c.default is MISSING for c in missing):
+        return None
+    return len(names)
+
+
+def _parse_line(
+    table: Table[R], present: int, line: str, number: int, problems: list[ReadProblem]
+) -> R | None:
     if not line.endswith("\n"):
         problems.append(ReadProblem(table.file, number, "truncated line (no end of line)"))
         return None
     values = line[:-1].split("\t")
-    columns = fields(table.row_type)
+    columns = fields(table.row_type)[:present]
     if len(values) != len(columns):
         problems.append(
             ReadProblem(table.file, number, f"expected {len(columns)} columns, found {len(values)}")

@@ -102,6 +102,13 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         default=None,
         help="fixed number of measured runs per side (default: adaptive run counts)",
     )
+    p.add_argument(
+        "--processes",
+        type=_positive_int,
+        default=RunOptions.processes,
+        help="server processes per side; runs alternate between them in blocks of two, and a "
+        f"change must show on each (default {RunOptions.processes}; 1: one process a side)",
+    )
     p.add_argument("--min-runs", type=_positive_int, default=None, help="adaptive: minimum")
     p.add_argument("--max-runs", type=_positive_int, default=None, help="adaptive: maximum")
     profile = p.add_mutually_exclusive_group()
@@ -184,6 +191,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         test_names=frozenset(args.test),
         query_indices=frozenset(args.query_index),
         runs=args.runs or FIXED_RUNS_DEFAULT,
+        processes=args.processes,
         stop_rule=None if args.runs else _stop_rule(args, compare),
         profile=ProfileOptions(
             mode="none" if args.no_profile else "all" if args.profile_all else "changed",

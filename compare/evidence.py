@@ -73,6 +73,7 @@ class _Query:
     max_ignored_relative_change: float | None = None
     listed: bool = False  # present in queries.tsv
     runs: dict[str, dict[int, float]] = field(default_factory=lambda: {s: {} for s in SIDES})
+    processes: dict[int, int] = field(default_factory=dict)  # run -> server process set
     failures: list[Failure] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -135,6 +136,11 @@ def _add_runs(
         elif not row.client_time > 0:
             entry.problems.append(
                 f"{RUNS.file}: {row.server} run {row.run} took {row.client_time} s"
+            )
+        elif entry.processes.setdefault(row.run, row.process) != row.process:
+            entry.problems.append(
+                f"{RUNS.file}: run {row.run} ran on process {entry.processes[row.run]} on one "
+                f"side and {row.process} on the other"
             )
         else:
             entry.runs[row.server][row.run] = row.client_time
@@ -224,10 +230,17 @@ def _client_time(queries: dict[QueryKey, _Query]) -> dict[QueryKey, Samples]:
             _values(q.runs[REFERENCE]),
             _values(q.runs[PATCHED]),
             _pairs(q.runs[REFERENCE], q.runs[PATCHED]),
+            _pair_processes(q),
         )
         for key, q in queries.items()
         if q.runs[REFERENCE] and q.runs[PATCHED]
     }
+
+
+def _pair_processes(q: _Query) -> tuple[int, ...]:
+    """The process set of each pair of _pairs, in the same order."""
+    both = sorted(q.runs[REFERENCE].keys() & q.runs[PATCHED].keys())
+    return tuple(q.processes[r] for r in both)
 
 
 def _values(runs: dict[int, float]) -> tuple[float, ...]:

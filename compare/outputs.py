@@ -13,6 +13,8 @@ columns only ever grow at the end):
        columns ci_low, ci_high, equivalence, min_effect, calibration at the end; summary.json
        gains the top-level keys equivalence, fdr, calibration and, per query, p_value,
        ci_low, ci_high, equivalence, min_effect, calibration.
+  1 (server process sets, additive) -- verdicts.tsv gains the column process_diffs at the
+       end, summary.json the per-query key process_diffs.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ VERDICT_COLUMNS = (
     "equivalence",
     "min_effect",
     "calibration",
+    "process_diffs",
 )
 METRIC_COLUMNS = (
     "test",
@@ -84,6 +87,7 @@ def write_verdicts(out: Path, verdicts: Sequence[QueryVerdict]) -> Path:
             v.equivalence,
             v.min_effect,
             v.calibration,
+            ",".join(repr(d) for d in _process_diffs(v)) or None,
         )
         for v in verdicts
     )
@@ -142,7 +146,12 @@ def _summary_query(v: QueryVerdict) -> dict[str, Any]:
         "equivalence": v.equivalence,
         "min_effect": v.min_effect,
         "calibration": v.calibration,
+        "process_diffs": list(_process_diffs(v)),
     }
+
+
+def _process_diffs(v: QueryVerdict) -> tuple[float, ...]:
+    return v.stats.process_diffs if v.stats is not None else ()
 
 
 def _interval(v: QueryVerdict) -> tuple[float | None, float | None]:

@@ -30,6 +30,8 @@ from itertools import count
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
+
 from compare.bootstrap import RESAMPLES, interval_ranks
 from compare.engine import SqlEngine, sql_text
 
@@ -145,6 +147,32 @@ class Paired:
         draws = {"n": n, "trim": trim, "resamples": RESAMPLES, "seed": DRAW_SEED}
         self._engine.insert("paired_draws", "paired_draws.sql", draws)
         self._sizes.add(n)
+
+
+# A process set's own D counts once it has this many pairs (7 runs give 4 and 3).
+MIN_PROCESS_PAIRS = 3
+
+
+def trimmed_mean_diff(pairs: Sequence[Pair]) -> float:
+    """D of paired.sql, exp(25% trimmed mean of ln(patched / reference)) - 1, in numpy."""
+    ratios = np.sort(np.log([p / r for r, p in pairs]))
+    k = trim_count(len(ratios))
+    return math.expm1(float(np.mean(ratios[k : len(ratios) - k])))
+
+
+def process_diffs(pairs: Sequence[Pair], processes: Sequence[int]) -> tuple[float, ...]:
+    """D of each server process set on its own pairs, in set order: runs alternate between
+    the sets in blocks of two (runner/schedule.server_set), so each set holds half the pairs
+    in both orders. Empty unless at least two sets have MIN_PROCESS_PAIRS pairs."""
+    if len(processes) != len(pairs):
+        return ()
+    by_set: dict[int, list[Pair]] = {}
+    for pair, number in zip(pairs, processes, strict=True):
+        by_set.setdefault(number, []).append(pair)
+    usable = [by_set[n] for n in sorted(by_set) if len(by_set[n]) >= MIN_PROCESS_PAIRS]
+    if len(usable) < 2:
+        return ()
+    return tuple(trimmed_mean_diff(p) for p in usable)
 
 
 def _write_pairs(path: Path, series: Sequence[Sequence[Pair]]) -> None:

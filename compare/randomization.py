@@ -51,6 +51,8 @@ class Samples:
     reference: tuple[float, ...]
     patched: tuple[float, ...]
     pairs: tuple[tuple[float, float], ...] = ()
+    # The server process set of each pair (runs.tsv `process`); empty: all from one set.
+    processes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class SeriesStats:
     pairs: int = 0
     paired_significant: bool | None = None
     paired_interval: tuple[float, float] | None = None
+    # D of each server process set with enough pairs, in set order (compare/paired.py,
+    # process_diffs); empty with a single set. compare/verdict.py: a change must show on each.
+    process_diffs: tuple[float, ...] = ()
 
     @property
     def significant(self) -> bool:

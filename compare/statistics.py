@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
 
 from compare.engine import SqlEngine
-from compare.paired import PAIRED, Paired
+from compare.paired import PAIRED, Paired, process_diffs
 from compare.randomization import Randomization, Samples, SeriesStats
 
 # The paired method needs as many pairs as the pooled one needs runs a side (verdict.MIN_RUNS).
@@ -31,7 +32,7 @@ class QueryStatistics:
         gives D, T and the p-value of each series with at least MIN_PAIRS usable pairs (its
         pooled split distribution is then not computed: only the medians are kept)."""
         if self.method != PAIRED:
-            return self.randomization.statistics(series)
+            return _with_process_diffs(self.randomization.statistics(series), series)
         usable = {
             key: pairs
             for key, s in series.items()
@@ -60,4 +61,19 @@ class QueryStatistics:
                 paired_significant=found.significant,
                 paired_interval=(found.ci_low, found.ci_high),
             )
-        return {key: stats[key] for key in series if key in stats}
+        return _with_process_diffs({key: stats[key] for key in series if key in stats}, series)
+
+
+def _with_process_diffs(
+    stats: dict[K, SeriesStats], series: Mapping[K, Samples]
+) -> dict[K, SeriesStats]:
+    """Each series' D per server process set, from its usable pairs (both times above 0)."""
+    for key, found in stats.items():
+        s = series[key]
+        if len(set(s.processes)) < 2 or len(s.processes) != len(s.pairs):
+            continue
+        kept = [(p, n) for p, n in zip(s.pairs, s.processes, strict=True) if min(p) > 0]
+        diffs = process_diffs([p for p, _ in kept], [n for _, n in kept])
+        if diffs:
+            stats[key] = replace(found, process_diffs=diffs)
+    return stats

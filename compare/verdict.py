@@ -10,6 +10,7 @@ The rules, in order:
   query failed on one side                   -> partial
   damaged artifacts, < MIN_RUNS runs a side  -> error
   |D| >= T and |D| >= min effect
+      and on every server process set: D_k in the direction of D and |D_k| >= min effect
       and a discovery at the FDR (when on)   -> faster (D < 0) / slower (D > 0)
       (D, T and the p-value come from the method of compare/statistics.py: paired by
       default, where "|D| >= T" is compared on the log scale, see compare/paired.py)
@@ -214,13 +215,20 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
     diff, threshold = stats.diff or 0.0, stats.threshold or 0.0
     min_effect = min_effect_for(evidence, thresholds)
     figures = f"D {diff:+.1%}, T {threshold:.1%}, min effect {min_effect:.1%}, {stats.method}"
-    held_back = ""
+    held_back, why_held = "", ""
     if stats.significant and abs(diff) >= min_effect:
         verdict = Verdict.FASTER if diff < 0 else Verdict.SLOWER
-        if evidence.fdr is None or evidence.fdr.discovery:
-            reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
+        missing = not_on_every_process(stats, diff, min_effect)
+        if missing:
+            held_back = f"; would be {verdict.value}, but {missing}"
+            why_held = "the change does not show on every server process"
+        elif evidence.fdr is None or evidence.fdr.discovery:
+            each = _per_process(stats)
+            reason = f"{verdict.value}: |D| >= T and |D| >= min effect{each} ({figures})"
             return _verdict(evidence, verdict, reason, verdict is Verdict.SLOWER, min_effect)
-        held_back = f"; would be {verdict.value}, but {_not_discovered(evidence.fdr, stats)}"
+        else:
+            held_back = f"; would be {verdict.value}, but {_not_discovered(evidence.fdr, stats)}"
+            why_held = "not a discovery at the false-discovery rate"
     if threshold >= thresholds.unstable_threshold:
         reason = (
             f"unstable: T >= {thresholds.unstable_threshold:.1%}, too noisy to detect a change "
@@ -228,12 +236,33 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
         )
         return _verdict(evidence, Verdict.UNSTABLE, reason, False, min_effect)
     if held_back:
-        why = "not a discovery at the false-discovery rate"
+        why = why_held
     else:
         why = "|D| < T, not significant" if not stats.significant else "|D| < min effect"
     equivalence, ci = _equivalence(evidence.interval, min_effect)
     reason = f"unchanged: {why} ({figures}){held_back}; {equivalence}: {ci}"
     return _verdict(evidence, Verdict.UNCHANGED, reason, False, min_effect, equivalence)
+
+
+def not_on_every_process(stats: SeriesStats, diff: float, min_effect: float) -> str:
+    """Empty when every server process set shows the change D on its own: its D_k in the
+    direction of D and at least the minimum effect. Two processes of one binary can differ by
+    5-25% for minutes (memory layout, allocator state), so a change seen on one process pair
+    only is not told apart from that; otherwise the reason it is not a change."""
+    diffs = stats.process_diffs
+    if all(d * diff > 0 and abs(d) >= min_effect for d in diffs):
+        return ""
+    each = ", ".join(f"{d:+.1%}" for d in diffs)
+    return (
+        f"not on every server process (D per process set {each}; each must be at least "
+        f"{min_effect:.1%} in the direction of D)"
+    )
+
+
+def _per_process(stats: SeriesStats) -> str:
+    if not stats.process_diffs:
+        return ""
+    return " on every server process (" + ", ".join(f"{d:+.1%}" for d in stats.process_diffs) + ")"
 
 
 def _not_discovered(fdr: FdrStatus, stats: SeriesStats) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from compare.randomization import Samples
 from runner.control import QueryLogEntry
 from runner.executor import HttpExecutor, QueryOutcome
 from runner.interim import InterimJudge
-from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label
+from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label, server_set
 from runner.servers import ServerPair
 from runner.stopping import StopDecision, StopRule, is_checkpoint, should_stop
 from runner.testdef import TestDef, TestQuery
@@ -73,37 +73,46 @@ class Writers:
 
 @dataclass
 class _Measured:
-    """query_id -> (query_index, run) of runs that succeeded, per side, for query_log."""
+    """query_id -> (query_index, run) of runs that succeeded, per (process set, side), for
+    query_log."""
 
-    by_side: dict[str, dict[str, tuple[int, int]]] = field(
-        default_factory=lambda: {side: {} for side in SIDES}
-    )
+    by_server: dict[tuple[int, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
+
+    def add(self, process: int, side: str, qid: str, index: int, run: int) -> None:
+        self.by_server.setdefault((process, side), {})[qid] = (index, run)
 
 
-def samples_of(times: dict[str, list[float]]) -> Samples:
+def samples_of(times: dict[str, list[float]], sets: int = 1) -> Samples:
     """A query's client times so far; run n of both sides is the n-th value of each list (a
-    side stops at its first failure), so zipping them gives the ABBA pairs."""
+    side stops at its first failure), so zipping them gives the ABBA pairs, and run n ran on
+    process set server_set(n, sets)."""
     reference, patched = tuple(times[REFERENCE]), tuple(times[PATCHED])
-    return Samples(reference, patched, tuple(zip(reference, patched, strict=False)))
+    pairs = tuple(zip(reference, patched, strict=False))
+    processes = tuple(server_set(run, sets) for run in range(len(pairs))) if sets > 1 else ()
+    return Samples(reference, patched, pairs, processes)
 
 
 class Measurer:
     def __init__(
         self,
-        pair: ServerPair,
+        sets: Sequence[ServerPair],
         writers: Writers,
         runs: int,
         max_query_seconds: float,
         stop_rule: StopRule | None = None,
         judge: InterimJudge | None = None,
     ) -> None:
-        self.pair = pair
+        self.sets = tuple(sets)
+        self.pair = self.sets[0]  # setup, teardown and profile runs: every set / the first
         self.writers = writers
         self.runs = runs
-        self.executors = {
-            side: HttpExecutor(pair.side(side).process.ports.http, max_query_seconds)
-            for side in SIDES
-        }
+        self.executors = [
+            {
+                side: HttpExecutor(pair.side(side).process.ports.http, max_query_seconds)
+                for side in SIDES
+            }
+            for pair in self.sets
+        ]
         self.measured = _Measured()
         # Wall time of the measured (ABBA) runs alone, for the harness-efficiency benchmark.
         self.run_seconds = 0.0
@@ -116,32 +125,40 @@ class Measurer:
         self.on_restart: Callable[[], None] = lambda: None
 
     def close(self) -> None:
-        for executor in self.executors.values():
-            executor.close()
+        for executors in self.executors:
+            for executor in executors.values():
+                executor.close()
 
     def measure(self, test: TestDef, query: TestQuery) -> None:
         settings = dict(test.settings)
+        # Every process gets its own prewarm run: its caches are its own.
         sides = [
             side
             for side in SIDES
-            if self._execute(test, query, side, PREWARM_LABEL, settings, STAGE_PREWARM) is not None
+            if all(
+                self._execute(test, query, process, side, PREWARM_LABEL, settings, STAGE_PREWARM)
+                is not None
+                for process in range(len(self.sets))
+            )
         ]
         times: dict[str, list[float]] = {side: [] for side in SIDES}
         self.samples[query.index] = times
         start = time.perf_counter()
         reason = "failed on both sides" if not sides else f"fixed {self.runs} runs"
         for run in range(self.max_runs if sides else 0):
+            process = server_set(run, len(self.sets))
             for slot in abba_pair(run, sides):
-                outcome = self._execute(test, query, slot.side, run_label(run), settings, STAGE_RUN)
+                label = run_label(run)
+                outcome = self._execute(test, query, process, slot.side, label, settings, STAGE_RUN)
                 if outcome is None:
                     # One failed run ends the measurement of that side: the query is partial.
                     sides.remove(slot.side)
                     continue
                 qid = query_id(test.name, query.index, run_label(run))
                 self.writers.runs.write(
-                    RunRow(test.name, query.index, slot.side, run, qid, outcome.elapsed)
+                    RunRow(test.name, query.index, slot.side, run, qid, outcome.elapsed, process)
                 )
-                self.measured.by_side[slot.side][qid] = (query.index, run)
+                self.measured.add(process, slot.side, qid, query.index, run)
                 times[slot.side].append(outcome.elapsed)
             if not sides:
                 break
@@ -165,45 +182,48 @@ class Measurer:
         spent = sum(sum(t) for t in times.values())
         stats = None
         if is_checkpoint(self.stop_rule, runs) and all(times.values()):
-            stats = self.judge.stats(samples_of(times))
+            stats = self.judge.stats(samples_of(times, len(self.sets)))
         return should_stop(self.stop_rule, runs, spent, stats, self.discoveries)
 
     def _execute(
         self,
         test: TestDef,
         query: TestQuery,
+        process: int,
         side: str,
         label: str,
         settings: dict[str, str],
         stage: str,
     ) -> QueryOutcome | None:
         qid = query_id(test.name, query.index, label)
-        outcome = self.executors[side].execute(query.sql, qid, settings)
+        outcome = self.executors[process][side].execute(query.sql, qid, settings)
         if outcome.ok:
             return outcome
         message = outcome.message
         if outcome.server_gone:
             where = f"during {test.name} query {query.index} ({label})"
-            message = self.recover(side, test.name, query.index, where, outcome.message)
+            message = self.recover(side, test.name, query.index, where, outcome.message, process)
         self.writers.errors.write(
             ErrorRow(test.name, query.index, side, stage, outcome.error_code, message)
         )
         return None
 
-    def recover(self, side: str, test: str, query_index: int, where: str, failure: str) -> str:
+    def recover(
+        self, side: str, test: str, query_index: int, where: str, failure: str, process: int = 0
+    ) -> str:
         """The server did not answer: find out why, restart it, record what happened.
 
         Call from the main thread only: a server started from a worker thread would be
         killed when that thread ends (PR_SET_PDEATHSIG follows the thread)."""
-        process = self.pair.side(side).process
-        if not process.exits_within(DEATH_GRACE_S):
-            what = f"{process.describe()} stopped answering {where} ({failure}); restarted it"
+        server = self.sets[process].side(side).process
+        if not server.exits_within(DEATH_GRACE_S):
+            what = f"{server.describe()} stopped answering {where} ({failure}); restarted it"
         else:
-            what = f"{process.describe()} exited with code {process.exit_code()} {where}"
-        log = process.log_tail()
-        process.incidents.append(what)
+            what = f"{server.describe()} exited with code {server.exit_code()} {where}"
+        log = server.log_tail()
+        server.incidents.append(what)
         try:
-            process.restart()
+            server.restart()
             self.on_restart()
         except InfrastructureError as e:
             raise InfrastructureError(f"{what}; restart failed: {e.message}") from e
@@ -213,13 +233,12 @@ class Measurer:
         return f"{what}: {failure}"
 
     def collect_query_log(self, test: str) -> None:
-        """Flush and read system.query_log for this test's runs on both servers."""
-        for side in SIDES:
-            wanted = self.measured.by_side[side]
+        """Flush and read system.query_log for this test's runs on every server."""
+        for (process, side), wanted in sorted(self.measured.by_server.items()):
             if not wanted:
                 continue
             try:
-                entries = self._read_query_log(side, sorted(wanted))
+                entries = self._read_query_log(process, side, sorted(wanted))
             except Exception as e:  # a driver or network error: record it, keep the runs
                 entries = []
                 self.writers.errors.write(
@@ -232,10 +251,10 @@ class Measurer:
                 self.writers.errors.write(ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, message))
             wanted.clear()
 
-    def _read_query_log(self, side: str, query_ids: list[str]) -> list[QueryLogEntry]:
+    def _read_query_log(self, process: int, side: str, query_ids: list[str]) -> list[QueryLogEntry]:
         """A server logs a query a moment after its last byte reached the client, so rows of
         the last runs may be missing from the first flush: flush again for those."""
-        server = self.pair.side(side)
+        server = self.sets[process].side(side)
         found: dict[str, QueryLogEntry] = {}
         for attempt in range(QUERY_LOG_ATTEMPTS):
             if attempt:

@@ -241,6 +241,7 @@ def merged_manifest(shards: Sequence[ShardRun]) -> dict[str, Any]:
         # The shards ran in parallel: the check took as long as its slowest shard.
         "duration_seconds": max(float(s.manifest.get("duration_seconds") or 0) for s in shards),
         "servers": first.get("servers", {}),
+        "processes": first.get("processes", []),
         "machine": first.get("machine", {}),
         "options": options,
         "measured_runs_seconds": sum(

@@ -39,7 +39,7 @@ from runner.measure import Measurer, Writers, samples_of
 from runner.profiler import ProfileOptions, Profiler
 from runner.progress import Progress
 from runner.server import ServerSpec
-from runner.servers import ServerPair, started_servers
+from runner.servers import ServerPair, started_server_sets
 from runner.shard import Shard, ShardWeights, select_paths
 from runner.stopping import StopRule
 from runner.testdef import (
@@ -68,6 +68,7 @@ class RunOptions:
     test_names: frozenset[str] = frozenset()  # empty: every test
     query_indices: frozenset[int] = frozenset()  # empty: every query
     runs: int = 15
+    processes: int = 2  # server processes per side (runner/servers.started_server_sets)
     long: bool = False
     max_query_seconds: float = 30.0
     stop_rule: StopRule | None = None  # adaptive run counts; None: exactly `runs` runs
@@ -86,6 +87,7 @@ class RunOptions:
             "test_names": sorted(self.test_names),
             "query_indices": sorted(self.query_indices),
             "runs": self.runs if self.stop_rule is None else "adaptive",
+            "processes": self.processes,
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
             "adaptive": (
@@ -217,16 +219,16 @@ class Run:
         try:
             self._record_parse_problems()
             write_manifest(self.options.out, self.manifest)
-            with started_servers(
+            with started_server_sets(
                 self.options.reference,
                 self.options.patched,
+                self.options.processes,
                 keep_dir=self.options.keep_servers_dir,
                 parent_dir=self.options.servers_dir,
-            ) as pair:
-                self.manifest["servers"] = pair.infos()
-                write_manifest(self.options.out, self.manifest)
-                self._run_tests(pair)
-                self.manifest["servers"] = pair.infos()
+            ) as sets:
+                self._write_servers(sets)
+                self._run_tests(sets)
+                self._set_servers(sets)
             self.manifest["status"] = "complete"
         except BaseException:
             self.manifest["status"] = "interrupted"
@@ -242,7 +244,7 @@ class Run:
             self.writers.errors.write(ErrorRow(name, WHOLE_TEST, BOTH, STAGE_PARSE, 0, str(error)))
             self.writers.tests.write(TestRow(name, str(path), "error", error.reason, 0.0))
 
-    def _run_tests(self, pair: ServerPair) -> None:
+    def _run_tests(self, sets: tuple[ServerPair, ...]) -> None:
         tests = self.loaded.tests
         total = sum(
             len(selected_queries(t, self.options))
@@ -257,18 +259,18 @@ class Run:
             stop_rule = dataclasses.replace(stop_rule, queries=total * shards)
         judge = InterimJudge(self.options.thresholds, self.options.method)
         measurer = Measurer(
-            pair,
+            sets,
             self.writers,
             self.options.runs,
             self.options.max_query_seconds,
             stop_rule,
             judge,
         )
-        measurer.on_restart = lambda: self._write_servers(pair)
+        measurer.on_restart = lambda: self._write_servers(sets)
         profiler = None
         if self.options.profile.mode != "none":
             timeout = self.options.max_query_seconds
-            profiler = Profiler(pair, self.options.out, self.options.profile, timeout)
+            profiler = Profiler(sets[0], self.options.out, self.options.profile, timeout)
         try:
             for test in tests:
                 if self._run_test(measurer, progress, test) and profiler is not None:
@@ -285,8 +287,14 @@ class Run:
             measurer.close()
             progress.finish()
 
-    def _write_servers(self, pair: ServerPair) -> None:
-        self.manifest["servers"] = pair.infos()
+    def _set_servers(self, sets: tuple[ServerPair, ...]) -> None:
+        """`servers`: the first process of each side (profile runs use these); `processes`:
+        every process, the first included, as {side: info} per process set."""
+        self.manifest["servers"] = sets[0].infos()
+        self.manifest["processes"] = [pair.infos() for pair in sets]
+
+    def _write_servers(self, sets: tuple[ServerPair, ...]) -> None:
+        self._set_servers(sets)
         write_manifest(self.options.out, self.manifest)
 
     def _profile(
@@ -298,7 +306,8 @@ class Run:
         progress: Progress,
     ) -> None:
         """Profile runs after the test's measured runs, so they cannot disturb them."""
-        samples = {index: samples_of(times) for index, times in measurer.samples.items()}
+        sets = len(measurer.sets)
+        samples = {index: samples_of(times, sets) for index, times in measurer.samples.items()}
         verdicts = judge.verdicts(test, samples)
         for query in selected_queries(test, self.options):
             verdict = verdicts.get(query.index)
@@ -346,27 +355,28 @@ class Run:
     def _on_both(
         self, measurer: Measurer, test: TestDef, queries: tuple[Statement, ...], stage: str | None
     ) -> bool:
-        """Run setup/teardown queries on both servers in parallel; record failures.
+        """Run setup/teardown queries on every server in parallel; record failures.
 
         With stage None, failures are ignored (drops before setup may find nothing).
         """
         if not queries:
             return True
+        servers = [(process, side) for process in range(len(measurer.sets)) for side in SIDES]
 
-        def run_side(side: str) -> tuple[ErrorRow | None, QueryOutcome | None]:
-            return _run_statements(pair, side, test, queries, stage)
+        def run_on(server: tuple[int, str]) -> tuple[ErrorRow | None, QueryOutcome | None]:
+            process, side = server
+            return _run_statements(measurer.sets[process], side, test, queries, stage)
 
-        pair = measurer.pair
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            results = dict(zip(SIDES, pool.map(run_side, SIDES), strict=True))
+        with ThreadPoolExecutor(max_workers=len(servers)) as pool:
+            results = dict(zip(servers, pool.map(run_on, servers), strict=True))
         ok = True
-        for side, (error, gone) in results.items():
+        for (process, side), (error, gone) in results.items():
             if error is not None:
                 self.writers.errors.write(error)
                 ok = False
             if gone is not None:
                 where = f"during {test.name} {stage or 'drop'} queries"
-                measurer.recover(side, test.name, WHOLE_TEST, where, gone.message)
+                measurer.recover(side, test.name, WHOLE_TEST, where, gone.message, process)
         return ok
 
 
@@ -393,7 +403,9 @@ def _run_statements(
                     return None, gone
                 continue
             where = f"{statement.location}: <{statement.kind}>"
-            message = f"{where} failed on the {side} server: {outcome.message}"
+            number = pair.side(side).process.process
+            name = side if number == 0 else f"{side} #{number + 1}"
+            message = f"{where} failed on the {name} server: {outcome.message}"
             return ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message), gone
     finally:
         executor.close()

@@ -52,6 +52,7 @@ class ServerInfo:
     pid: int
     directory: str
     restarts: int = 0
+    process: int = 0  # which process of its side (--processes)
     incidents: list[str] = field(default_factory=list)  # deaths and hangs, with restarts
 
 
@@ -107,9 +108,10 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 class ServerProcess:
     """One running server. Start it with `start()`, always `stop()` it (see `running`)."""
 
-    def __init__(self, spec: ServerSpec, layout: ServerLayout) -> None:
+    def __init__(self, spec: ServerSpec, layout: ServerLayout, process: int = 0) -> None:
         self.spec = spec
         self.layout = layout
+        self.process = process  # which process of its side (0: the first, or the only one)
         self.ports = pick_free_ports()
         self._process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
@@ -124,7 +126,8 @@ class ServerProcess:
         return self._process.pid if self._process else 0
 
     def describe(self) -> str:
-        return f"{self.side} server (pid {self.pid}, port {self.ports.tcp}, {self.spec.binary})"
+        name = self.side if self.process == 0 else f"{self.side} #{self.process + 1}"
+        return f"{name} server (pid {self.pid}, port {self.ports.tcp}, {self.spec.binary})"
 
     def start(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
         self._check_binary()

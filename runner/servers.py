@@ -50,6 +50,7 @@ class Side:
             directory=str(p.layout.root),
             restarts=p.restarts,
             incidents=list(p.incidents),
+            process=p.process,
         )
 
 
@@ -89,7 +90,38 @@ def started_servers(
     parent_dir: Path | None = None,
     ready_timeout: float = READY_TIMEOUT_S,
 ) -> Iterator[ServerPair]:
-    """Start both servers in private directories; stop them by PID whatever happens.
+    """One reference and one patched server (see started_server_sets)."""
+    with started_server_sets(
+        reference,
+        patched,
+        1,
+        keep_dir=keep_dir,
+        parent_dir=parent_dir,
+        ready_timeout=ready_timeout,
+    ) as sets:
+        yield sets[0]
+
+
+def process_directory(side: str, process: int) -> str:
+    return side if process == 0 else f"{side}-{process + 1}"
+
+
+@contextlib.contextmanager
+def started_server_sets(
+    reference: ServerSpec,
+    patched: ServerSpec,
+    count: int,
+    *,
+    keep_dir: bool = False,
+    parent_dir: Path | None = None,
+    ready_timeout: float = READY_TIMEOUT_S,
+) -> Iterator[tuple[ServerPair, ...]]:
+    """Start `count` sets of a reference and a patched server, each server a process of its
+    own in a private directory; stop them all by PID whatever happens.
+
+    Two processes of the same binary can differ in speed by 5-25% for minutes (memory
+    layout, allocator state: measured in the A/A runs of bench/bench_aa.py); a second set
+    lets the verdicts tell that from a change (compare/verdict.py).
 
     A second Ctrl-C while the servers are being stopped is ignored, so cleanup always
     completes; the kernel also kills the servers if chperf itself is killed (PDEATHSIG).
@@ -103,14 +135,19 @@ def started_servers(
             hint="point --servers-dir (or TMPDIR) at a writable directory",
         ) from e
     processes = [
-        ServerProcess(spec, ServerLayout(root / spec.side)) for spec in (reference, patched)
+        ServerProcess(spec, ServerLayout(root / process_directory(spec.side, number)), number)
+        for number in range(count)
+        for spec in (reference, patched)
     ]
     sides: list[Side] = []
     try:
         for process in processes:
             process.start(ready_timeout)
-        sides = [_connect(p) for p in processes]
-        yield ServerPair(sides[0], sides[1], root)
+        for process in processes:
+            sides.append(_connect(process))
+        yield tuple(
+            ServerPair(sides[2 * number], sides[2 * number + 1], root) for number in range(count)
+        )
     finally:
         previous = _ignore_interrupts()
         try:

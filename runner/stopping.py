@@ -19,9 +19,10 @@ query's client times decide whether more runs can still change its verdict:
    where m is the number of queries of the run and c the number that already stopped this
    way. Every query stopped as
    changed then has p <= C * q / m for the final count C, so all of them are
-   Benjamini-Hochberg discoveries at the end, whatever the other p-values. Without this, a
-   lone change would stop at 7 runs, where no p-value can be below 0.0117, and compare's
-   BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
+   Benjamini-Hochberg discoveries at the end, whatever the other p-values. "Looks changed"
+   includes compare's rule that every server process set shows the change on its own.
+   Without this, a lone change would stop at 7 runs, where no p-value can be below 0.0117,
+   and compare's BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
 5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
    enough that `extended_runs` (1.6 x max_runs: 40) would bring it below, assuming T shrinks
    like 1/sqrt(runs), is extended: it runs on to `extended_runs` (or its time budget), with
@@ -40,6 +41,7 @@ import math
 from dataclasses import dataclass
 
 from compare.randomization import SeriesStats
+from compare.verdict import not_on_every_process
 
 # 7 runs per side: the paired method has 2^7 = 128 sign vectors; the pooled one C(14, 7) =
 # 3432 splits. bench/replay_stops.py on a 41-run known-change run: starting at 5 runs saved
@@ -122,7 +124,10 @@ def should_stop(
     threshold, distance = stats.threshold, abs(abs(stats.diff) - rule.min_effect)
     # By magnitude, not `significant`: below 10 pairs the paired method cannot be significant
     # at 1% yet, and a change must run on rather than settle as unchanged.
-    looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect)
+    # ...and, with several server processes a side, on each of them (compare/verdict.py).
+    looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect) and not (
+        not_on_every_process(stats, stats.diff, rule.min_effect)
+    )
     if (
         looks_changed
         and rule.fdr_q is not None

@@ -54,7 +54,8 @@ def run_chperf(args: Sequence[str], timeout: float = 600) -> Completed:
 
 def server_pids(out: Path) -> list[int]:
     manifest = json.loads((out / "run.json").read_text())
-    return [int(s["pid"]) for s in manifest.get("servers", {}).values()]
+    sets = manifest.get("processes") or [manifest.get("servers", {})]
+    return [int(s["pid"]) for pair in sets for s in pair.values()]
 
 
 def process_exists(pid: int) -> bool:

@@ -50,3 +50,19 @@ def test_unknown_manifest_version_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text(json.dumps({"schema_version": 99}))
     with pytest.raises(ChperfError, match="schema_version 99, this chperf reads 1"):
         read_manifest(tmp_path)
+
+
+def test_runs_written_before_the_process_column_read_as_process_0(tmp_path: Path) -> None:
+    (tmp_path / RUNS.file).write_text(
+        "test\tquery_index\tserver\trun\tquery_id\tclient_time\nt\t0\treference\t0\tt.0.run0\t0.5\n"
+    )
+    contents = read_table(tmp_path, RUNS)
+    assert contents.rows == (RunRow("t", 0, "reference", 0, "t.0.run0", 0.5, 0),)
+    assert not contents.problems
+
+
+def test_a_header_missing_a_required_column_is_still_a_problem(tmp_path: Path) -> None:
+    (tmp_path / RUNS.file).write_text("test\tquery_index\tserver\trun\tquery_id\n")
+    contents = read_table(tmp_path, RUNS)
+    assert contents.rows == ()
+    assert "header is not the columns" in str(contents.problems[0])

@@ -160,3 +160,41 @@ def test_tail_shares_count_the_sign_vectors_that_reach_the_cutoff(engine: SqlEng
     # 9 pairs: the largest value is shared by 2^(2+1) of 512 vectors (trimmed pairs swap
     # freely), more than 1%, so nothing can be flagged, as no p-value can reach 0.01
     assert Paired(engine).tail_shares({0: pairs[:9]}, {0: 0.0})[0] == 0.0
+
+
+@pytest.mark.parametrize("n", [3, 4, 7, 12])
+def test_the_numpy_trimmed_mean_is_the_d_of_paired_sql(engine: SqlEngine, n: int) -> None:
+    from compare.paired import trimmed_mean_diff
+
+    rng = np.random.default_rng(100 + n)
+    pairs = [(float(a), float(a * np.exp(rng.normal(0.05, 0.1)))) for a in rng.lognormal(0, 1, n)]
+    found = Paired(engine).statistics({0: pairs})[0]
+    assert trimmed_mean_diff(pairs) == pytest.approx(found.diff, abs=1e-12)
+
+
+def test_a_process_offset_shows_in_the_per_process_d_not_in_the_statistics(
+    engine: SqlEngine,
+) -> None:
+    """Runs alternate between two process sets in blocks of two; the second set's patched
+    server is 8% slower: the pooled D is about half that, each set's own D shows it."""
+    rng = np.random.default_rng(5)
+    processes = tuple((run // 2) % 2 for run in range(24))
+    pairs = tuple(
+        (a, a * (1.08 if process else 1.0) * float(np.exp(rng.normal(0, 0.01))))
+        for a, process in zip(rng.lognormal(-2, 0.1, 24).tolist(), processes, strict=True)
+    )
+    samples = Samples(tuple(r for r, _ in pairs), tuple(p for _, p in pairs), pairs, processes)
+    found = QueryStatistics(engine).statistics({0: samples})[0]
+    first, second = found.process_diffs
+    assert abs(first) < 0.01 and second == pytest.approx(0.08, abs=0.01)
+    assert 0.01 < (found.diff or 0) < 0.08
+    verdict = classify(
+        QueryEvidence("t", 0, "q", None, runs_reference=24, runs_patched=24, stats=found),
+        Thresholds(min_effect=0.03),
+    )
+    assert verdict.verdict is Verdict.UNCHANGED
+    assert "not on every server process" in verdict.reason
+    single = QueryStatistics(engine).statistics(
+        {0: Samples(samples.reference, samples.patched, pairs)}
+    )
+    assert single[0].process_diffs == ()

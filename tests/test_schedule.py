@@ -31,3 +31,13 @@ def test_with_one_side_left_only_that_side_runs() -> None:
 
 def test_query_id_is_the_same_on_both_sides_for_a_run() -> None:
     assert query_id("sum", 3, "run7") == "sum.3.run7"
+
+
+def test_runs_go_to_the_process_sets_in_blocks_of_two_so_each_set_sees_both_orders() -> None:
+    from runner.schedule import server_set
+
+    assert [server_set(run, 2) for run in range(8)] == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert {server_set(run, 1) for run in range(8)} == {0}
+    for process in (0, 1):
+        firsts = [abba_pair(run)[0].side for run in range(24) if server_set(run, 2) == process]
+        assert firsts.count("reference") == firsts.count("patched") == 6

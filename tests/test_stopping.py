@@ -126,3 +126,13 @@ def test_a_sure_discovery_settles_even_while_t_is_above_the_target() -> None:
     assert decision.stop and decision.discovery
     waiting = should_stop(FDR_RULE, 15, 3.0, stats(0.2, 0.08, p_value=0.01))
     assert not waiting.stop
+
+
+def test_a_change_seen_on_one_server_process_only_is_not_a_discovery() -> None:
+    import dataclasses
+
+    one_process = dataclasses.replace(stats(0.2, 0.03, p_value=0.0001), process_diffs=(0.38, 0.01))
+    decision = should_stop(FDR_RULE, 13, 1.0, one_process)
+    assert not decision.discovery
+    both = dataclasses.replace(one_process, process_diffs=(0.21, 0.19))
+    assert should_stop(FDR_RULE, 13, 1.0, both).discovery

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from compare.randomization import SeriesStats
@@ -167,3 +169,43 @@ def test_damaged_artifacts_make_an_error_with_the_problem_as_reason() -> None:
 def test_zero_reference_median_is_an_error_not_a_division_by_zero() -> None:
     result = classify(measured(None, None), DEFAULT)
     assert result.verdict is Verdict.ERROR and "reference median is 0" in result.reason
+
+
+# --- several server processes a side (--processes) ------------------------------------------
+
+
+def with_processes(diff: float, threshold: float, *diffs: float) -> QueryEvidence:
+    evidence = measured(diff, threshold)
+    assert evidence.stats is not None
+    return dataclasses.replace(
+        evidence, stats=dataclasses.replace(evidence.stats, process_diffs=diffs)
+    )
+
+
+@pytest.mark.parametrize(
+    ("diffs", "expected"),
+    [
+        ((0.12, 0.09), Verdict.SLOWER),  # seen on both process sets
+        ((0.05, 0.15), Verdict.SLOWER),  # >= the minimum effect on each
+        ((0.19, 0.01), Verdict.UNCHANGED),  # one process pair alone: a process offset
+        ((0.14, 0.049), Verdict.UNCHANGED),  # the second set is below the minimum effect
+        ((0.30, -0.06), Verdict.UNCHANGED),  # opposite directions
+        ((), Verdict.SLOWER),  # one set: nothing to require
+    ],
+)
+def test_a_change_must_show_on_every_server_process_set(
+    diffs: tuple[float, ...], expected: Verdict
+) -> None:
+    result = classify(with_processes(0.10, 0.03, *diffs), DEFAULT)
+    assert result.verdict is expected
+    if diffs and expected is Verdict.UNCHANGED:
+        assert "would be slower, but not on every server process" in result.reason
+        assert ", ".join(f"{d:+.1%}" for d in diffs) in result.reason
+        assert not result.fails_check
+
+
+def test_a_faster_change_needs_every_set_faster_and_a_noisy_one_stays_unstable() -> None:
+    assert classify(with_processes(-0.2, 0.03, -0.18, -0.22), DEFAULT).verdict is Verdict.FASTER
+    noisy = classify(with_processes(0.2, 0.12, 0.35, 0.02), DEFAULT)
+    assert noisy.verdict is Verdict.UNSTABLE
+    assert "not on every server process" in noisy.reason

@@ -147,6 +147,17 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
             f"{fdr.expected_false_at_most:.2g} are expected to be false. A query is called "
             "faster or slower only when it is also a discovery."
         )
+    options = inputs.manifest.get("options")
+    processes = options.get("processes") if isinstance(options, dict) else None
+    if isinstance(processes, int) and processes > 1:
+        lines.append(
+            f"Each side ran on {processes} server processes; runs alternate between them in "
+            "blocks of two (R P, P R on one, then on the next). Two processes of the same "
+            "binary can differ by 5-25% for minutes (memory layout, allocator state), so a "
+            "query is called faster or slower only when every process set shows the change "
+            "on its own: its own Diff at least the minimum effect, in the same direction "
+            "(summary.json process_diffs)."
+        )
     calibration = inputs.summary.calibration
     if calibration is not None:
         lines.append(

@@ -33,7 +33,7 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from chperf.artifacts import QUERIES, QUERY_LOG, RUNS, read_table, write_table
+from chperf.artifacts import QUERIES, QUERY_LOG, RUNS, read_manifest, read_table, write_table
 from compare import CompareOptions, compare_directory
 from compare.verdict import Thresholds
 from runner.interim import InterimJudge
@@ -64,7 +64,9 @@ def main() -> None:
         futility=not args.no_futility,
         unstable_threshold=None if args.no_extension else options.unstable_threshold,
     )
-    stops, short = _replay(rule, runs, options)
+    options_of_run = read_manifest(args.run).get("options") or {}
+    sets = int(options_of_run.get("processes") or 1)  # older runs: one process a side
+    stops, short = _replay(rule, runs, options, sets)
     with tempfile.TemporaryDirectory(prefix="chperf-replay-") as scratch:
         adaptive = _judge(args.run, Path(scratch) / "adaptive", stops, options)
         fixed = _judge(args.run, Path(scratch) / "fixed", dict.fromkeys(runs, FIXED), options)
@@ -107,8 +109,9 @@ def _pairs(run: Path) -> dict[Key, list[tuple[float, float]]]:
 
 
 def _replay(
-    rule: StopRule, runs: dict[Key, list[tuple[float, float]]], options: CompareOptions
+    rule: StopRule, runs: dict[Key, list[tuple[float, float]]], options: CompareOptions, sets: int
 ) -> tuple[dict[Key, int], int]:
+    """Run n of the source ran on process set server_set(n, sets), as the live rule saw it."""
     judge = InterimJudge(Thresholds(options.min_effect, options.unstable_threshold))
     stops: dict[Key, int] = {}
     discoveries = short = 0
@@ -121,7 +124,7 @@ def _replay(
                     "patched": [p for _, p in pairs[:n]],
                 }
                 spent = sum(times["reference"]) + sum(times["patched"])
-                stats = judge.stats(samples_of(times)) if is_checkpoint(rule, n) else None
+                stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
                 decision = should_stop(rule, n, spent, stats, discoveries)
                 if decision.stop:
                     stops[key] = n

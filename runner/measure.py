@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,16 +234,25 @@ class Measurer:
         return f"{what}: {failure}"
 
     def collect_query_log(self, test: str) -> None:
-        """Flush and read system.query_log for this test's runs on every server."""
-        for (process, side), wanted in sorted(self.measured.by_server.items()):
-            if not wanted:
-                continue
+        """Flush and read system.query_log for this test's runs on every server: the servers
+        are read in parallel, the rows written here in order."""
+        servers = sorted(key for key, wanted in self.measured.by_server.items() if wanted)
+
+        def read(key: tuple[int, str]) -> list[QueryLogEntry] | Exception:
+            process, side = key
             try:
-                entries = self._read_query_log(process, side, sorted(wanted))
+                return self._read_query_log(process, side, sorted(self.measured.by_server[key]))
             except Exception as e:  # a driver or network error: record it, keep the runs
-                entries = []
+                return e
+
+        with ThreadPoolExecutor(max_workers=max(len(servers), 1)) as pool:
+            results = list(pool.map(read, servers))
+        for key, found in zip(servers, results, strict=True):
+            side, wanted = key[1], self.measured.by_server[key]
+            entries = found if isinstance(found, list) else []
+            if isinstance(found, Exception):
                 self.writers.errors.write(
-                    ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, f"reading query_log: {e}")
+                    ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, f"reading query_log: {found}")
                 )
             self._write_query_log(test, side, wanted, entries)
             missing = len(wanted) - len({e.query_id for e in entries})

@@ -114,6 +114,7 @@ class ServerProcess:
         self.process = process  # which process of its side (0: the first, or the only one)
         self.ports = pick_free_ports()
         self._process: subprocess.Popen[bytes] | None = None
+        self._terminated: subprocess.Popen[bytes] | None = None  # the process sent SIGTERM
         self.restarts = 0
         self.incidents: list[str] = []
 
@@ -130,10 +131,15 @@ class ServerProcess:
         return f"{name} server (pid {self.pid}, port {self.ports.tcp}, {self.spec.binary})"
 
     def start(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
+        self.launch()
+        self.wait_ready(ready_timeout)
+
+    def launch(self) -> None:
+        """Write the config and start the process, without waiting for it to answer (several
+        servers start in parallel: launch each, then wait_ready each)."""
         self._check_binary()
         write_server_files(self.layout, self.ports, self.spec.overlays)
         self._launch()
-        self.wait_ready(ready_timeout)
 
     def restart(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
         """Start again from the same data directory and ports (after a death or a hang).
@@ -233,13 +239,22 @@ class ServerProcess:
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
+    def terminate(self) -> None:
+        """SIGTERM once, without waiting (several servers shut down in parallel: terminate
+        each, then stop each). A second SIGTERM would make ClickHouse skip its shutdown."""
+        process = self._process
+        if process is None or process.poll() is not None or self._terminated is process:
+            return
+        self._terminated = process
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM, then SIGKILL after `timeout`; by PID and process group, never by name."""
         process = self._process
         if process is None or process.poll() is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
+        self.terminate()
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:

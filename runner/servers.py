@@ -20,6 +20,7 @@ from runner.server import (
     ServerInfo,
     ServerProcess,
     ServerSpec,
+    pick_free_ports,
     sha256_of,
 )
 from runner.serverconfig import ServerLayout
@@ -139,10 +140,13 @@ def started_server_sets(
         for number in range(count)
         for spec in (reference, patched)
     ]
+    _distinct_ports(processes)
     sides: list[Side] = []
     try:
         for process in processes:
-            process.start(ready_timeout)
+            process.launch()
+        for process in processes:
+            process.wait_ready(ready_timeout)
         for process in processes:
             sides.append(_connect(process))
         yield tuple(
@@ -154,6 +158,8 @@ def started_server_sets(
             for side in sides:
                 side.control.close()
             for process in processes:
+                process.terminate()
+            for process in processes:
                 process.stop()
             if keep_dir:
                 print(f"chperf: server directories kept in {root}", file=sys.stderr)
@@ -161,6 +167,16 @@ def started_server_sets(
                 shutil.rmtree(root, ignore_errors=True)
         finally:
             _restore_interrupts(previous)
+
+
+def _distinct_ports(processes: list[ServerProcess]) -> None:
+    """Each process picked free ports on its own; the OS may hand a just-released port out
+    again, so pick again for a process whose ports another one already has."""
+    taken: set[int] = set()
+    for process in processes:
+        while {process.ports.tcp, process.ports.http} & taken:
+            process.ports = pick_free_ports()
+        taken |= {process.ports.tcp, process.ports.http}
 
 
 Handlers = tuple[object, object]

@@ -106,8 +106,39 @@ def test_manifest_describes_both_servers_and_the_run(small_run: Path) -> None:
 
 def test_no_server_process_is_left_after_the_run(small_run: Path) -> None:
     pids = server_pids(small_run)
-    assert len(pids) == 2
+    assert len(set(pids)) == 4  # two processes a side by default
     assert not [pid for pid in pids if process_exists(pid)]
+
+
+def test_runs_alternate_between_two_processes_a_side_in_blocks_of_two(small_run: Path) -> None:
+    """Runs 0-1 on the first process of each side, 2-3 on the second; both sides of a run
+    on the same set; each process logged its own runs, with its own data."""
+    runs = read_table(small_run, RUNS).rows
+    assert {(r.run, r.process) for r in runs} == {(0, 0), (1, 0), (2, 1), (3, 1)}
+    manifest = json.loads((small_run / "run.json").read_text())
+    sets = manifest["processes"]
+    assert [[info["process"] for info in pair.values()] for pair in sets] == [[0, 0], [1, 1]]
+    assert sets[0] == manifest["servers"]
+    directories = {info["directory"] for pair in sets for info in pair.values()}
+    assert len(directories) == 4
+    assert manifest["options"]["processes"] == 2
+    log = read_table(small_run, QUERY_LOG).rows
+    assert {r.run for r in log if r.test == "small"} == {0, 1, 2, 3}
+    assert all(r.read_rows > 0 for r in log)
+
+
+def test_one_process_a_side_with_processes_1(tmp_path: Path, server_binary: Path) -> None:
+    out = tmp_path / "out"
+    result = run_chperf(
+        ["run", "--reference", str(server_binary), "--patched", str(server_binary),
+         "--tests", str(DATA / "runner_small"), "--test", "small", "--runs", "4",
+         "--processes", "1", "--no-profile", "--out", str(out)]
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    assert {r.process for r in read_table(out, RUNS).rows} == {0}
+    assert len(server_pids(out)) == 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert all(q["process_diffs"] == [] for q in summary["queries"])
 
 
 def test_the_adaptive_mode_runs_each_query_until_the_stop_rule_says_why(

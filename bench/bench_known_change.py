@@ -22,7 +22,15 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.runs import CHANGED, QUICK_TESTS, REPO, RunResult, chperf_run, existing_run
+from bench.runs import (
+    CHANGED,
+    QUICK_TESTS,
+    REPO,
+    RunResult,
+    chperf_run,
+    existing_run,
+    same_pace_ratio,
+)
 
 OVERLAY = REPO / "overlays" / "max_block_size_8192"
 LARGE = 0.10  # recall is measured on true changes at least this large
@@ -119,6 +127,10 @@ def _print_time(adaptive: RunResult, fixed: RunResult) -> None:
     print(
         f"total wall: adaptive {adaptive.wall_seconds:.1f} s, "
         f"fixed 15 {fixed.wall_seconds:.1f} s, ratio {wall:.2f}"
+    )
+    print(
+        f"adaptive client time over 15 runs a query at the adaptive run's own pace: "
+        f"{same_pace_ratio(adaptive):.2f} (independent of the machine's speed between runs)"
     )
 
 

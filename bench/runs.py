@@ -66,3 +66,16 @@ def _load(out: Path, exit_code: int, wall: float) -> RunResult:
 def slowest_tests(out: Path, count: int) -> list[tuple[str, float]]:
     rows = read_table(out, TESTS).rows
     return sorted(((r.test, r.wall_time) for r in rows), key=lambda t: -t[1])[:count]
+
+
+def same_pace_ratio(run: RunResult, runs: int = 15) -> float:
+    """Client time of `run` over what `runs` runs per side of every query would have cost at
+    the same per-query pace (each query's own mean client time per run and side). Two runs
+    back to back on a shared machine can differ in speed by 25%; this ratio does not
+    depend on that."""
+    per_query: dict[tuple[str, int], list[float]] = {}
+    for row in read_table(run.out, RUNS).rows:
+        per_query.setdefault((row.test, row.query_index), []).append(row.client_time)
+    spent = sum(sum(times) for times in per_query.values())
+    fixed = sum(sum(times) / len(times) * 2 * runs for times in per_query.values())
+    return spent / fixed if fixed else float("nan")

@@ -104,7 +104,6 @@ class Measurer:
         judge: InterimJudge | None = None,
     ) -> None:
         self.sets = tuple(sets)
-        self.pair = self.sets[0]  # setup, teardown and profile runs: every set / the first
         self.writers = writers
         self.runs = runs
         self.executors = [

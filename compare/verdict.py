@@ -252,7 +252,7 @@ def not_on_every_process(stats: SeriesStats, diff: float, min_effect: float) -> 
     diffs = stats.process_diffs
     if all(d * diff > 0 and abs(d) >= min_effect for d in diffs):
         return ""
-    each = ", ".join(f"{d:+.1%}" for d in diffs)
+    each = ", ".join(f"{d:+.2%}" for d in diffs)
     return (
         f"not on every server process (D per process set {each}; each must be at least "
         f"{min_effect:.1%} in the direction of D)"
@@ -262,7 +262,7 @@ def not_on_every_process(stats: SeriesStats, diff: float, min_effect: float) -> 
 def _per_process(stats: SeriesStats) -> str:
     if not stats.process_diffs:
         return ""
-    return " on every server process (" + ", ".join(f"{d:+.1%}" for d in stats.process_diffs) + ")"
+    return " on every server process (" + ", ".join(f"{d:+.2%}" for d in stats.process_diffs) + ")"
 
 
 def _not_discovered(fdr: FdrStatus, stats: SeriesStats) -> str:

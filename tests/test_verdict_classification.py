@@ -189,6 +189,7 @@ def with_processes(diff: float, threshold: float, *diffs: float) -> QueryEvidenc
         ((0.05, 0.15), Verdict.SLOWER),  # >= the minimum effect on each
         ((0.19, 0.01), Verdict.UNCHANGED),  # one process pair alone: a process offset
         ((0.14, 0.049), Verdict.UNCHANGED),  # the second set is below the minimum effect
+        ((0.128, 0.0498), Verdict.UNCHANGED),  # shown as +4.98%, not a rounded +5.0%
         ((0.30, -0.06), Verdict.UNCHANGED),  # opposite directions
         ((), Verdict.SLOWER),  # one set: nothing to require
     ],
@@ -200,7 +201,7 @@ def test_a_change_must_show_on_every_server_process_set(
     assert result.verdict is expected
     if diffs and expected is Verdict.UNCHANGED:
         assert "would be slower, but not on every server process" in result.reason
-        assert ", ".join(f"{d:+.1%}" for d in diffs) in result.reason
+        assert ", ".join(f"{d:+.2%}" for d in diffs) in result.reason
         assert not result.fails_check
 
 

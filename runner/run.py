@@ -334,8 +334,8 @@ class Run:
         if not queries:
             return False
         status, reason = "ran", ""
-        self._on_both(measurer, test, _statements(test, ("drop_query",)), stage=None)
-        if self._on_both(measurer, test, _statements(test, SETUP_KINDS), STAGE_SETUP):
+        self._on_every_server(measurer, test, _statements(test, ("drop_query",)), stage=None)
+        if self._on_every_server(measurer, test, _statements(test, SETUP_KINDS), STAGE_SETUP):
             for q in queries:
                 progress.start_query(test.name, q.index)
                 measurer.measure(test, q)
@@ -350,9 +350,11 @@ class Run:
 
     def _teardown(self, measurer: Measurer, test: TestDef) -> None:
         if self.options.long or not test.is_long:
-            self._on_both(measurer, test, _statements(test, ("drop_query",)), STAGE_TEARDOWN)
+            self._on_every_server(
+                measurer, test, _statements(test, ("drop_query",)), STAGE_TEARDOWN
+            )
 
-    def _on_both(
+    def _on_every_server(
         self, measurer: Measurer, test: TestDef, queries: tuple[Statement, ...], stage: str | None
     ) -> bool:
         """Run setup/teardown queries on every server in parallel; record failures.

@@ -15,6 +15,7 @@ split_weights_sampled.sql) -- and every series of those sizes reuses it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from itertools import count
@@ -75,6 +76,18 @@ class SeriesStats:
     # D of each server process set with enough pairs, in set order (compare/paired.py,
     # process_diffs); empty with a single set. compare/verdict.py: a change must show on each.
     process_diffs: tuple[float, ...] = ()
+
+    @property
+    def beyond_threshold(self) -> bool:
+        """|D| >= T by magnitude alone, in the method's own terms: the paired method compares
+        on the log scale, where a speedup to 0.67x (D -33%) is as far from 0 as a slowdown to
+        1.5x (T reported as +50%); the pooled one on the linear scale. Unlike `significant`,
+        no p-value condition: the stop rule uses it while the pairs are still too few for one."""
+        if self.diff is None or self.threshold is None:
+            return False
+        if self.method == "paired":
+            return abs(math.log1p(self.diff)) >= math.log1p(self.threshold) * (1 - 1e-9)
+        return abs(self.diff) >= self.threshold
 
     @property
     def significant(self) -> bool:

@@ -19,8 +19,10 @@ query's client times decide whether more runs can still change its verdict:
    where m is the number of queries of the run and c the number that already stopped this
    way. Every query stopped as
    changed then has p <= C * q / m for the final count C, so all of them are
-   Benjamini-Hochberg discoveries at the end, whatever the other p-values. "Looks changed"
-   includes compare's rule that every server process set shows the change on its own.
+   Benjamini-Hochberg discoveries at the end, whatever the other p-values. "Looks changed":
+   |D| >= T on the method's own scale (the paired method's is logarithmic, so a speedup to
+   0.67x counts as far out as a slowdown to 1.5x), |D| >= the minimum effect, and compare's
+   rule that every server process set shows the change on its own.
    Without this, a lone change would stop at 7 runs, where no p-value can be below 0.0117,
    and compare's BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
 5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
@@ -125,8 +127,12 @@ def should_stop(
     # By magnitude, not `significant`: below 10 pairs the paired method cannot be significant
     # at 1% yet, and a change must run on rather than settle as unchanged.
     # ...and, with several server processes a side, on each of them (compare/verdict.py).
-    looks_changed = abs(stats.diff) >= max(threshold, rule.min_effect) and not (
-        not_on_every_process(stats, stats.diff, rule.min_effect)
+    # On the method's own scale: the paired T is exp(t) - 1, so a clear speedup (D -33%, T
+    # +49%) is as far beyond T as the slowdown 1.5x, though |D| < T as plain numbers.
+    looks_changed = (
+        stats.beyond_threshold
+        and abs(stats.diff) >= rule.min_effect
+        and not not_on_every_process(stats, stats.diff, rule.min_effect)
     )
     if (
         looks_changed

@@ -136,3 +136,51 @@ def test_a_change_seen_on_one_server_process_only_is_not_a_discovery() -> None:
     assert not decision.discovery
     both = dataclasses.replace(one_process, process_diffs=(0.21, 0.19))
     assert should_stop(FDR_RULE, 13, 1.0, both).discovery
+
+
+def test_a_clear_speedup_settles_as_a_discovery_like_the_same_slowdown() -> None:
+    # Real paired statistics (chDB) of 13 pairs where the patched server takes 0.67x:
+    # D = -33%, while the paired T is reported as exp(t) - 1, about +49% as a plain number.
+    # On the log scale both lie 0.40 from 0; the stop rule must compare there, as compare's
+    # verdict does, or a clear speedup runs to max_runs while the same slowdown settles.
+    from compare.verdict import Thresholds
+    from runner.interim import InterimJudge
+    from runner.measure import samples_of
+
+    reference = [0.100 + 0.002 * (i % 5) for i in range(13)]
+    ratios = [0.67 * (1 + 0.003 * (i % 7)) for i in range(13)]
+    judge = InterimJudge(Thresholds())
+    try:
+        faster = judge.stats(
+            samples_of(
+                {
+                    "reference": reference,
+                    "patched": [q * r for q, r in zip(ratios, reference, strict=True)],
+                },
+                1,
+            )
+        )
+        slower = judge.stats(
+            samples_of(
+                {
+                    "reference": reference,
+                    "patched": [r / q for q, r in zip(ratios, reference, strict=True)],
+                },
+                1,
+            )
+        )
+    finally:
+        judge.close()
+    assert faster is not None and slower is not None
+    assert faster.diff is not None and faster.threshold is not None
+    assert abs(faster.diff) < faster.threshold  # the asymmetry, as plain numbers
+    assert faster.beyond_threshold and slower.beyond_threshold
+    for series in (faster, slower):
+        decision = should_stop(FDR_RULE, 13, 1.0, series, discoveries=5)
+        assert decision.stop and decision.discovery, decision.reason
+
+
+def test_beyond_threshold_compares_the_pooled_method_on_the_linear_scale() -> None:
+    assert stats(-0.33, 0.30).beyond_threshold
+    assert not stats(-0.33, 0.40).beyond_threshold
+    assert not stats(0.05, 0.06).beyond_threshold

@@ -189,3 +189,21 @@ def test_confidence_interval_is_shown_when_compare_writes_one(small_run: Path) -
     report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
     assert report.changes[0].ci == "95% CI 1.25–1.40x"
     assert "1.32x slower" in render_report(small_run).path.read_text()
+
+
+def test_server_panel_lists_every_process_of_each_side(small_run: Path) -> None:
+    manifest = json.loads((small_run / "run.json").read_text())
+    servers = manifest["servers"]
+    second = {
+        side: {**info, "pid": 4242 + n, "process": 1, "restarts": 1, "directory": "/tmp/<b>x</b>"}
+        for n, (side, info) in enumerate(servers.items())
+    }
+    second["patched"]["incidents"] = ["died during run 3 of sum #0; restarted"]
+    manifest["processes"] = [servers, second]
+    (small_run / "run.json").write_text(json.dumps(manifest))
+    html = render_report(small_run).path.read_text()
+    text = _text(html)
+    assert "process #1" in text and "process #2" in text
+    assert "pid 4242" in text and "pid 4243" in text
+    assert "incidents died during run 3 of sum #0; restarted" in text
+    assert "/tmp/<b>x</b>" not in html and "/tmp/&lt;b&gt;x&lt;/b&gt;" in html

@@ -126,7 +126,10 @@ def build_header(inputs: Inputs, first_problem: str | None, build_problems: int)
         message=message,
         first_problem=first_problem,
         run=_run_fields(manifest),
-        servers=tuple(_server(manifest.get("servers"), side) for side in artifacts.SIDES),
+        servers=tuple(
+            _server(manifest.get("servers"), side, manifest.get("processes"))
+            for side in artifacts.SIDES
+        ),
         machine=_fields(manifest.get("machine")),
         options=_fields(manifest.get("options")),
         profiling_note=_profiling_note(inputs),
@@ -203,12 +206,17 @@ def _fields(value: Any) -> tuple[Field, ...]:
     return tuple(Field(str(k), _text(v)) for k, v in value.items())
 
 
-def _server(servers: Any, side: str) -> ServerView:
+# Fields that differ between the server processes of one side (run.json `processes`).
+PER_PROCESS = ("pid", "tcp_port", "http_port", "directory", "restarts", "process", "incidents")
+
+
+def _server(servers: Any, side: str, processes: Any = None) -> ServerView:
     info = servers.get(side) if isinstance(servers, dict) else None
     if not isinstance(info, dict):
         return ServerView(side, "not recorded in run.json", "", "", (), ())
     overlays = info.get("overlays")
-    shown = {"side", "version", "binary", "sha256", "overlays"}
+    own = _process_rows(processes, side)
+    shown = {"side", "version", "binary", "sha256", "overlays", *(PER_PROCESS if own else ())}
     details = [Field(str(k), _text(v)) for k, v in info.items() if k not in shown]
     return ServerView(
         side=side,
@@ -216,8 +224,32 @@ def _server(servers: Any, side: str) -> ServerView:
         binary=_text(info.get("binary")),
         sha256=_text(info.get("sha256")),
         overlays=tuple(str(o) for o in overlays) if isinstance(overlays, list) else (),
-        details=tuple(details),
+        details=(*details, *own),
     )
+
+
+def _process_rows(processes: Any, side: str) -> tuple[Field, ...]:
+    """One row per server process of `side` when the run had more than one a side."""
+    if not isinstance(processes, list) or len(processes) < 2:
+        return ()
+    rows = []
+    for number, entry in enumerate(processes, start=1):
+        info = entry.get(side) if isinstance(entry, dict) else None
+        if not isinstance(info, dict):
+            rows.append(Field(f"process #{number}", "not recorded in run.json"))
+            continue
+        parts = [
+            f"pid {_text(info.get('pid'))}",
+            f"tcp port {_text(info.get('tcp_port'))}",
+            f"http port {_text(info.get('http_port'))}",
+            f"restarts {_text(info.get('restarts'))}",
+            f"directory {_text(info.get('directory'))}",
+        ]
+        incidents = info.get("incidents")
+        if isinstance(incidents, list) and incidents:
+            parts.append("incidents " + "; ".join(_text(i) for i in incidents))
+        rows.append(Field(f"process #{number}", ", ".join(parts)))
+    return tuple(rows)
 
 
 def _profiling_note(inputs: Inputs) -> str | None:

@@ -27,7 +27,7 @@ from compare.calibration import (
 )
 from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather
-from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg
+from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_level
 from compare.metrics import gather_metrics
 from compare.outputs import (
     MetricRow,
@@ -36,8 +36,8 @@ from compare.outputs import (
     write_summary,
     write_verdicts,
 )
-from compare.paired import PAIRED
-from compare.randomization import Samples, SeriesStats
+from compare.paired import PAIRED, smallest_p_value
+from compare.randomization import SAMPLED_SPLITS, Samples, SeriesStats
 from compare.statistics import QueryStatistics
 from compare.verdict import (
     EQUIVALENT,
@@ -260,6 +260,8 @@ def _summary_extra(
             "cutoff": fdr.cutoff,
             "changed": sum(1 for v in verdicts if v.verdict in (Verdict.FASTER, Verdict.SLOWER)),
             "expected_false_discoveries_at_most": fdr.expected_false_at_most,
+            "lone_discovery_level": sure_discovery_level(fdr.q, fdr.tests),
+            "smallest_p_value": _smallest_p_value(verdicts),
         },
         "calibration": None
         if calibration is None
@@ -269,6 +271,22 @@ def _summary_extra(
             "not_calibrated": sum(1 for v in measured if v.calibration != CALIBRATED),
         },
     }
+
+
+def _smallest_p_value(verdicts: Sequence[QueryVerdict]) -> float | None:
+    """The smallest p-value any measured query of the run could have had at its run count
+    (paired: compare/paired.py smallest_p_value; pooled with sampled splits: 1/(N + 1)); None
+    when no query says (pooled with exact splits). Above q/m, no change alone is a discovery."""
+    floors = []
+    for v in verdicts:
+        s = v.stats
+        if s is None:
+            continue
+        if s.method == PAIRED and s.pairs > 0:
+            floors.append(smallest_p_value(s.pairs))
+        elif not s.exact:
+            floors.append(1 / (SAMPLED_SPLITS + 1))
+    return min(floors, default=None)
 
 
 def judge(

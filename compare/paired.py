@@ -69,6 +69,21 @@ def trim_count(pairs: int) -> int:
     return int(pairs * TRIM)
 
 
+def smallest_p_value(pairs: int) -> float:
+    """The smallest p-value paired.sql gives for `pairs` pairs, however clear the change.
+    Swapping the signs of the trimmed smallest pairs leaves the statistic as it is, so
+    2^(trim + 1) of the 2^n sign vectors (both signs) are as extreme as complete separation:
+    4/128 at 7 pairs, 8/2048 at 11, 16/8192 at 13, exactly while every vector is enumerated
+    (2^n <= SIGN_VECTORS). Sampled, the estimate (k + 1) / (SIGN_VECTORS + 1) is about that
+    share and never below 1 / (SIGN_VECTORS + 1). False-discovery control cannot go below it."""
+    if pairs < 1:
+        raise ValueError(f"need at least one pair, got {pairs}")
+    extreme = min(1.0, float(2 ** (trim_count(pairs) + 1)) / float(2**pairs))
+    if 2**pairs <= SIGN_VECTORS:
+        return extreme
+    return max(extreme, 1 / (SIGN_VECTORS + 1))
+
+
 class Paired:
     """Computes PairedStats in one chDB session, caching coefficient vectors per pair count."""
 

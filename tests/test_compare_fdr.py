@@ -143,6 +143,7 @@ def test_the_summary_states_the_fdr_and_the_expected_false_discoveries(tmp_path:
     assert summary["fdr"] == {
         "q": 0.05, "tests": 4, "discoveries": 1, "cutoff": pytest.approx(0.011655, abs=1e-6),
         "changed": 1, "expected_false_discoveries_at_most": pytest.approx(0.05),
+        "lone_discovery_level": 0.0125, "smallest_p_value": None,  # pooled, exact splits
     }  # fmt: skip
     assert summary["counts"]["slower"] == 1
 
@@ -151,3 +152,32 @@ def test_without_fdr_the_summary_says_null(tmp_path: Path) -> None:
     out = lone_change_run(tmp_path, 1)
     compare_directory(out, CompareOptions(fdr=None))
     assert json.loads((out / "summary.json").read_text())["fdr"] is None
+
+
+def test_a_run_where_no_change_alone_can_be_a_discovery_says_so(tmp_path: Path) -> None:
+    """Paired, 7 pairs: no p-value goes below 4/128 (compare/paired.py smallest_p_value),
+    far above q / m = 0.0025 for 20 queries; summary.json and the report state it."""
+    from chperf.report import render_report
+
+    out = lone_change_run(tmp_path, 19, factor=1.3)
+    compare_directory(out, CompareOptions())
+    fdr = json.loads((out / "summary.json").read_text())["fdr"]
+    assert fdr["lone_discovery_level"] == pytest.approx(0.0025)
+    assert fdr["smallest_p_value"] == pytest.approx(4 / 128)
+    html = render_report(out).path.read_text()
+    assert "No change alone can be a discovery in this run" in html
+    assert "0.0025" in html and "0.031" in html
+
+
+def test_a_run_where_a_lone_change_can_be_a_discovery_does_not_warn(tmp_path: Path) -> None:
+    from chperf.report import render_report
+
+    # Paired, 11 pairs: the floor 8/2048 is below q / m = 0.0125 for 4 queries.
+    steady = tuple(0.1 + 0.0007 * ((3 * i) % 11) for i in range(11))
+    series = {0: (steady, tuple(v * (1.3 + 0.01 * i) for i, v in enumerate(steady)))}
+    series.update({i: (steady, steady[::-1]) for i in range(1, 4)})
+    out = write_artifacts(tmp_path / "out", series)
+    compare_directory(out, CompareOptions())
+    fdr = json.loads((out / "summary.json").read_text())["fdr"]
+    assert fdr["smallest_p_value"] == pytest.approx(8 / 2048) and fdr["discoveries"] == 1
+    assert "No change alone" not in render_report(out).path.read_text()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from compare.engine import SqlEngine
-from compare.paired import PAIRED, POOLED, Paired, trim_count
+from compare.paired import PAIRED, POOLED, SIGN_VECTORS, Paired, smallest_p_value, trim_count
 from compare.randomization import Samples
 from compare.statistics import QueryStatistics
 from compare.verdict import QueryEvidence, Thresholds, Verdict, classify
@@ -133,7 +133,22 @@ def test_the_p_value_floor_is_set_by_the_trimmed_pairs(engine: SqlEngine, n: int
     pairs = [(1.0, 1.1 + 0.01 * i) for i in range(n)]
     found = Paired(engine).statistics({0: pairs})[0]
     assert found.p_value == pytest.approx(2 ** (trim_count(n) + 1) / 2**n)
+    assert found.p_value == pytest.approx(smallest_p_value(n))
     assert found.significant == (n >= 10)
+
+
+@pytest.mark.parametrize("n", [15, 17, 25, 40])
+def test_sampled_p_values_stay_near_their_stated_floor(engine: SqlEngine, n: int) -> None:
+    """Beyond 13 pairs the sign vectors are sampled: complete separation gives about the share
+    of extreme vectors, never less than 1 / (SIGN_VECTORS + 1). This floor is what summary.json
+    fdr.smallest_p_value reports and why a lone change among more than ~500 queries cannot be
+    a discovery at q = 0.05."""
+    pairs = [(1.0, 1.1 + 0.01 * i) for i in range(n)]
+    found = Paired(engine).statistics({0: pairs})[0]
+    floor = smallest_p_value(n)
+    assert found.p_value >= 1 / (SIGN_VECTORS + 1)
+    assert floor / 3 <= found.p_value <= floor * 3
+    assert smallest_p_value(40) == pytest.approx(1 / (SIGN_VECTORS + 1))
 
 
 def test_tail_shares_count_the_sign_vectors_that_reach_the_cutoff(engine: SqlEngine) -> None:

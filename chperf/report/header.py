@@ -150,6 +150,15 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
             f"{fdr.expected_false_at_most:.2g} are expected to be false. A query is called "
             "faster or slower only when it is also a discovery."
         )
+        lone, smallest = fdr.lone_discovery_level, fdr.smallest_p_value
+        if lone is not None and smallest is not None and smallest > lone:
+            lines.append(
+                f"No change alone can be a discovery in this run: that needs p <= q/m = "
+                f"{lone:.2g}, and the smallest p-value any query could reach at its run count "
+                f"is {smallest:.2g} (the randomization distribution is discrete; beyond 13 "
+                "pairs it is sampled). Changes are found here only when enough queries change "
+                "together; run fewer queries per comparison, or more runs, to find a lone one."
+            )
     options = inputs.manifest.get("options")
     processes = options.get("processes") if isinstance(options, dict) else None
     if isinstance(processes, int) and processes > 1:

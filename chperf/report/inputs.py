@@ -95,6 +95,9 @@ class FdrSummary:
     tests: int
     discoveries: int
     expected_false_at_most: float
+    # q/m and the run's smallest attainable p-value (None in older summaries or unknown)
+    lone_discovery_level: float | None = None
+    smallest_p_value: float | None = None
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,15 @@ def _fdr(data: dict[str, Any]) -> FdrSummary | None:
             int(raw["tests"]),
             int(raw["discoveries"]),
             float(raw["expected_false_discoveries_at_most"]),
+            _optional_float(raw.get("lone_discovery_level")),
+            _optional_float(raw.get("smallest_p_value")),
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _optional_float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _calibration(data: dict[str, Any]) -> CalibrationSummary | None:

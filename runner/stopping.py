@@ -23,8 +23,9 @@ query's client times decide whether more runs can still change its verdict:
    |D| >= T on the method's own scale (the paired method's is logarithmic, so a speedup to
    0.67x counts as far out as a slowdown to 1.5x), |D| >= the minimum effect, and compare's
    rule that every server process set shows the change on its own.
-   Without this, a lone change would stop at 7 runs, where no p-value can be below 0.0117,
-   and compare's BH step would then drop it (see compare/FORMATS.md, "False-discovery control").
+   Without this, a lone change would stop at 7 runs, where no p-value can be below 0.031
+   (paired; 0.0117 pooled), and compare's BH step would then drop it (see
+   compare/FORMATS.md, "False-discovery control").
 5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
    enough that `extended_runs` (1.6 x max_runs: 40) would bring it below, assuming T shrinks
    like 1/sqrt(runs), is extended: it runs on to `extended_runs` (or its time budget), with

@@ -155,9 +155,10 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
             lines.append(
                 f"No change alone can be a discovery in this run: that needs p <= q/m = "
                 f"{lone:.2g}, and the smallest p-value any query could reach at its run count "
-                f"is {smallest:.2g} (the randomization distribution is discrete; beyond 13 "
-                "pairs it is sampled). Changes are found here only when enough queries change "
-                "together; run fewer queries per comparison, or more runs, to find a lone one."
+                f"is {smallest:.2g} (the randomization distribution is discrete, and sampled "
+                "when runs are many: compare/FORMATS.md). Changes are found here only when "
+                "enough queries change together; run fewer queries per comparison, or more "
+                "runs, to find a lone one."
             )
     options = inputs.manifest.get("options")
     processes = options.get("processes") if isinstance(options, dict) else None

@@ -95,11 +95,7 @@ class SeriesStats:
         where a slowdown and a speedup by the same factor are equally far from 0)."""
         if self.paired_significant is not None:
             return self.paired_significant
-        return (
-            self.diff is not None
-            and self.threshold is not None
-            and (abs(self.diff) >= self.threshold)
-        )
+        return self.beyond_threshold  # pooled: no p-value condition beyond |D| >= T
 
 
 def is_exact(runs_reference: int, runs_patched: int) -> bool:

@@ -14,7 +14,8 @@ Per query, with r_i = ln(patched_i / reference_i) for each complete pair:
              s: the randomization distribution when nothing changed, where each pair's two
              runs are exchangeable (the paired randomization test of Box, Hunter & Hunter,
              Statistics for Experimenters, ch. 3, the boys' shoes example)
-  p-value    the share of sign vectors at least as extreme as the observed statistic
+  p-value    the share of sign vectors at least as extreme as the observed statistic,
+             ties of |trimmed mean| broken by |mean| (paired.sql)
   CI         percentile bootstrap over the pairs of exp(trimmed mean)
 All of it in chDB (paired.sql): the sign vectors and the resamples depend only on the pair
 count, as coefficient vectors (sign_coefficients.sql, paired_draws.sql), enumerated exactly
@@ -71,14 +72,15 @@ def trim_count(pairs: int) -> int:
 
 def smallest_p_value(pairs: int) -> float:
     """The smallest p-value paired.sql gives for `pairs` pairs, however clear the change.
-    Swapping the signs of the trimmed smallest pairs leaves the statistic as it is, so
-    2^(trim + 1) of the 2^n sign vectors (both signs) are as extreme as complete separation:
-    4/128 at 7 pairs, 8/2048 at 11, 16/8192 at 13, exactly while every vector is enumerated
-    (2^n <= SIGN_VECTORS). Sampled, the estimate (k + 1) / (SIGN_VECTORS + 1) is about that
-    share and never below 1 / (SIGN_VECTORS + 1). False-discovery control cannot go below it."""
+    Swapping the signs of the trimmed smallest pairs leaves the trimmed mean as it is, but
+    not the mean, which breaks the tie: only the observed signs and their mirror image are as
+    extreme as complete separation, 2 of the 2^n sign vectors: 2/128 at 7 pairs, 2/2048 at
+    11, 2/8192 at 13, exactly while every vector is enumerated (2^n <= SIGN_VECTORS).
+    Sampled, the estimate (k + 1) / (SIGN_VECTORS + 1) is about that share and never below
+    1 / (SIGN_VECTORS + 1). False-discovery control cannot go below it."""
     if pairs < 1:
         raise ValueError(f"need at least one pair, got {pairs}")
-    extreme = min(1.0, float(2 ** (trim_count(pairs) + 1)) / float(2**pairs))
+    extreme = min(1.0, 2.0 / float(2**pairs))
     if 2**pairs <= SIGN_VECTORS:
         return extreme
     return max(extreme, 1 / (SIGN_VECTORS + 1))

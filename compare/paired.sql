@@ -17,24 +17,29 @@
 --   threshold_log Float64   the `quantile` quantile (inverted CDF: the smallest value whose
 --                           cumulative share reaches it) of |trimmed mean of s_i r_i| over the
 --                           sign vectors s
---   p_value Float64         share of sign vectors with |statistic| >= |observed|; for
---                           sampled vectors (k + 1) / (N + 1), so that it is never 0
+--   p_value Float64         share of sign vectors at least as extreme as the observed
+--                           statistic, ordered by |trimmed mean| and, among equal |trimmed
+--                           mean|s, by |mean| of all n values (a lexicographic statistic, valid
+--                           as any function of the sign-flipped values is); for sampled
+--                           vectors (k + 1) / (N + 1), so that it is never 0. Without the
+--                           second key, swapping the signs of the trimmed smallest pairs
+--                           leaves the trimmed mean as it is, so 2^(k+1) of 2^n vectors (k
+--                           trimmed pairs a side) would tie with complete separation: the
+--                           floor would be 4/128 at 7 pairs instead of 2/128
 --   significant UInt8       |observed| >= threshold_log and p_value <= 1 - quantile: with few
 --                           pairs the most extreme sign vectors alone hold more than 1%
---                           (2^(k+1) of 2^n with k trimmed pairs a side: 4 of 128 at 7 pairs,
---                           since swapping trimmed pairs leaves the statistic as it is), and
+--                           (2 of 128 at 7 pairs: the observed signs and their mirror), and
 --                           the quantile cannot make the test any stricter
 --   ci_low Float64, ci_high Float64   exp of the resampled trimmed means at the two ranks
 -- Comparisons of a relabelled statistic with the observed one allow a relative 1e-9: the two
--- are the same sum computed in a different order.
+-- are the same sum computed in a different order (two values within it are equal).
 SELECT
     series,
     n AS pairs,
     exact,
     observed,
     threshold_log,
-    (arrayCount(d -> d >= abs(observed) * (1 - 1e-9), distribution) + 1 - exact)
-        / (length(distribution) + 1 - exact) AS p_value,
+    (as_extreme + 1 - exact) / (length(distribution) + 1 - exact) AS p_value,
     toUInt8(abs(observed) >= threshold_log * (1 - 1e-9)
             AND p_value <= 1 - {quantile:Float64} + 1e-12) AS significant,
     ratios[{low_rank:UInt32}] AS ci_low,
@@ -48,7 +53,13 @@ FROM
         arraySort(r) AS x,
         arraySort(arrayMap(v -> abs(v), r)) AS a,
         arraySum(arraySlice(x, trim + 1, n - 2 * trim)) / (n - 2 * trim) AS observed,
-        arrayMap(c -> abs(arrayDotProduct(c, a)), vectors) AS distribution,
+        abs(arraySum(x)) / n AS observed_mean,
+        arrayMap(v -> abs(arrayDotProduct(v.1, a)), vectors) AS distribution,
+        -- the tie-break is computed only for the vectors tied on the trimmed mean
+        arrayCount((d, v) -> d > abs(observed) * (1 + 1e-9)
+                             OR (d >= abs(observed) * (1 - 1e-9)
+                                 AND abs(arrayDotProduct(v.2, a)) >= observed_mean * (1 - 1e-9)),
+                   distribution, vectors) AS as_extreme,
         arraySort(distribution)[greatest(1, toUInt32(ceil({quantile:Float64} * length(distribution)
                                                          - 1e-9)))] AS threshold_log,
         arraySort(arrayMap(c -> exp(arrayDotProduct(c, x)), draws))
@@ -62,7 +73,8 @@ FROM
     ) AS s
     INNER JOIN
     (
-        SELECT n, any(trim) AS trim, any(exact) AS exact, groupArray(coefficients) AS vectors
+        SELECT n, any(trim) AS trim, any(exact) AS exact,
+               groupArray((coefficients, signs)) AS vectors
         FROM sign_coefficients
         GROUP BY n
     ) AS v USING (n)

@@ -6,7 +6,8 @@ CREATE TABLE IF NOT EXISTS sign_coefficients
     trim UInt32,
     exact UInt8,
     vector UInt64,
-    coefficients Array(Float64)
+    coefficients Array(Float64),
+    signs Array(Float64)
 )
 ENGINE = Memory;
 CREATE TABLE IF NOT EXISTS paired_draws

@@ -12,19 +12,28 @@
 -- Output, one row per series:
 --   series UInt64, share Float64   the share of the sign vectors (all of them when exact,
 --     the sampled ones otherwise) whose |statistic| reaches the cutoff AND is rare enough to
---     be significant itself: at most `rare` = floor(level x total) vectors reach it, i.e. it
---     is above the (total - rare)-th smallest; with fewer than 1/level vectors (6 pairs or
---     fewer) none is. Comparisons allow a relative 1e-9 as in paired.sql.
+--     be significant itself: at most `rare` = floor(level x total) vectors are at least as
+--     extreme, in paired.sql's order (|trimmed mean|, ties broken by |mean|); with fewer
+--     than 1/level vectors (6 pairs or fewer) none is. Only vectors whose |trimmed mean|
+--     reaches the (total - rare)-th smallest can qualify (above it are rare + 1 others), so
+--     only those are counted against all. Comparisons allow a relative 1e-9 as in paired.sql.
 SELECT series, share
 FROM
 (
     SELECT
         series,
-        arraySort(arrayMap(c -> abs(arrayDotProduct(c, a)), vectors)) AS d,
-        length(d) AS total,
+        arrayMap(v -> (abs(arrayDotProduct(v.1, a)), abs(arrayDotProduct(v.2, a))), vectors)
+            AS stats,
+        length(stats) AS total,
         toUInt32(floor({level:Float64} * total + 1e-9)) AS rare,
+        if(rare = 0, 0, arraySort(arrayMap(v -> v.1, stats))[total - rare]) AS bar,
         if(rare = 0, 0,
-           arrayCount(v -> v >= cutoff * (1 - 1e-9) AND v > d[total - rare] * (1 + 1e-9), d) / total)
+           arrayCount(
+               v -> v.1 >= cutoff * (1 - 1e-9)
+                    AND arrayCount(w -> w.1 > v.1 * (1 + 1e-9)
+                                        OR (w.1 >= v.1 * (1 - 1e-9) AND w.2 >= v.2 * (1 - 1e-9)),
+                                   stats) <= rare,
+               arrayFilter(v -> v.1 >= bar * (1 - 1e-9), stats)) / total)
             AS share
     FROM
     (
@@ -41,7 +50,7 @@ FROM
     ) AS c USING (series)
     INNER JOIN
     (
-        SELECT n, groupArray(coefficients) AS vectors
+        SELECT n, groupArray((coefficients, signs)) AS vectors
         FROM sign_coefficients
         GROUP BY n
     ) AS v USING (n)

@@ -8,7 +8,8 @@
 --   {seed:UInt64}     the seed of the sampled vectors: the same seed gives the same vectors
 -- Output, one row per sign vector:
 --   n UInt32, trim UInt32, exact UInt8 (1 when all 2^n vectors are enumerated),
---   vector UInt64, coefficients Array(Float64)  (length n)
+--   vector UInt64, coefficients Array(Float64)  (length n),
+--   signs Array(Float64)  (length n): s_i / n, so that sum_i signs_i a_i is the mean of s * a
 -- The paired statistic of a series is the trimmed mean of its log ratios r_i (the mean of
 -- the middle n - 2 trim values, sorted). Under the null hypothesis each pair's two runs are
 -- exchangeable, so each r_i is as likely to be -r_i: a sign vector s flips some of them.
@@ -19,7 +20,7 @@
 --   s_i = +1: 1 + #{j: s_j = -1} + #{j < i: s_j = +1}
 -- and the trimmed mean of s * a is sum_i c_i a_i with c_i = s_i / (n - 2 trim) when
 -- trim < rank_i <= n - trim, else 0. paired.sql applies these coefficients to every series
--- with n pairs.
+-- with n pairs; it breaks ties of |trimmed mean| with |mean| (the `signs`), see paired.sql.
 WITH
     {n:UInt32} AS n,
     {trim:UInt32} AS trim,
@@ -42,6 +43,7 @@ SELECT
     number AS vector,
     arrayMap((neg, rank) -> if(rank > trim AND rank <= n - trim,
                                if(neg, -1.0, 1.0) / (n - 2 * trim), 0.0),
-             negative, ranks) AS coefficients
+             negative, ranks) AS coefficients,
+    arrayMap(neg -> if(neg, -1.0, 1.0) / n, negative) AS signs
 FROM numbers(if(is_exact, all_vectors, {vectors:UInt32}))
 ORDER BY vector

@@ -23,7 +23,7 @@ query's client times decide whether more runs can still change its verdict:
    |D| >= T on the method's own scale (the paired method's is logarithmic, so a speedup to
    0.67x counts as far out as a slowdown to 1.5x), |D| >= the minimum effect, and compare's
    rule that every server process set shows the change on its own.
-   Without this, a lone change would stop at 7 runs, where no p-value can be below 0.031
+   Without this, a lone change would stop at 7 runs, where no p-value can be below 0.0156
    (paired; 0.0117 pooled), and compare's BH step would then drop it (see
    compare/FORMATS.md, "False-discovery control").
 5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
@@ -62,11 +62,13 @@ QUERY_BUDGET_S = 30.0
 EXTENSION = 1.6
 
 
-# Statistics are computed at runs 7, 9, 11, ... and at max_runs (none during an extension):
-# one chDB evaluation (~25 ms) per two ABBA pairs keeps the analysis a small share of the
-# machine time, and the attainable p-values (the distribution is discrete) barely move
-# between neighbouring run counts.
-CHECK_EVERY = 2
+# Statistics are computed after every run from min_runs to max_runs (none during an
+# extension). The paired p-value floor halves with each pair (2/2^n, compare/paired.py), so a
+# clear change can settle one run earlier than with a look every second run; one chDB
+# evaluation costs ~20-30 ms, against ~2 x 50-500 ms for the pair it follows in this suite.
+# bench/replay_stops.py on the 41-run known-change truth of session 5: client time 0.96 of
+# fixed 15 against 1.01 when looking every second run, the same recall.
+CHECK_EVERY = 1
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def should_stop(
     if stats is None or stats.diff is None or stats.threshold is None:
         return StopDecision(False, "no statistics yet")
     threshold, distance = stats.threshold, abs(abs(stats.diff) - rule.min_effect)
-    # By magnitude, not `significant`: below 10 pairs the paired method cannot be significant
+    # By magnitude, not `significant`: below 8 pairs the paired method cannot be significant
     # at 1% yet, and a change must run on rather than settle as unchanged.
     # ...and, with several server processes a side, on each of them (compare/verdict.py).
     # On the method's own scale: the paired T is exp(t) - 1, so a clear speedup (D -33%, T

@@ -155,7 +155,7 @@ def test_without_fdr_the_summary_says_null(tmp_path: Path) -> None:
 
 
 def test_a_run_where_no_change_alone_can_be_a_discovery_says_so(tmp_path: Path) -> None:
-    """Paired, 7 pairs: no p-value goes below 4/128 (compare/paired.py smallest_p_value),
+    """Paired, 7 pairs: no p-value goes below 2/128 (compare/paired.py smallest_p_value),
     far above q / m = 0.0025 for 20 queries; summary.json and the report state it."""
     from chperf.report import render_report
 
@@ -163,21 +163,21 @@ def test_a_run_where_no_change_alone_can_be_a_discovery_says_so(tmp_path: Path) 
     compare_directory(out, CompareOptions())
     fdr = json.loads((out / "summary.json").read_text())["fdr"]
     assert fdr["lone_discovery_level"] == pytest.approx(0.0025)
-    assert fdr["smallest_p_value"] == pytest.approx(4 / 128)
+    assert fdr["smallest_p_value"] == pytest.approx(2 / 128)
     html = render_report(out).path.read_text()
     assert "No change alone can be a discovery in this run" in html
-    assert "0.0025" in html and "0.031" in html
+    assert "0.0025" in html and "0.016" in html
 
 
 def test_a_run_where_a_lone_change_can_be_a_discovery_does_not_warn(tmp_path: Path) -> None:
     from chperf.report import render_report
 
-    # Paired, 11 pairs: the floor 8/2048 is below q / m = 0.0125 for 4 queries.
+    # Paired, 11 pairs: the floor 2/2048 is below q / m = 0.0125 for 4 queries.
     steady = tuple(0.1 + 0.0007 * ((3 * i) % 11) for i in range(11))
     series = {0: (steady, tuple(v * (1.3 + 0.01 * i) for i, v in enumerate(steady)))}
     series.update({i: (steady, steady[::-1]) for i in range(1, 4)})
     out = write_artifacts(tmp_path / "out", series)
     compare_directory(out, CompareOptions())
     fdr = json.loads((out / "summary.json").read_text())["fdr"]
-    assert fdr["smallest_p_value"] == pytest.approx(8 / 2048) and fdr["discoveries"] == 1
+    assert fdr["smallest_p_value"] == pytest.approx(2 / 2048) and fdr["discoveries"] == 1
     assert "No change alone" not in render_report(out).path.read_text()

@@ -22,19 +22,29 @@ def engine() -> Iterator[SqlEngine]:
         yield e
 
 
+def flip_statistics(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|trimmed mean| and |mean| of s * r for every sign vector s, in numpy."""
+    n, k = len(r), trim_count(len(r))
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+    flipped = signs * r
+    return np.abs(np.sort(flipped, axis=1)[:, k : n - k].mean(axis=1)), np.abs(flipped.mean(1))
+
+
+def at_least_as_extreme(d: np.ndarray, e: np.ndarray, d0: float, e0: float) -> np.ndarray:
+    """paired.sql's order: by |trimmed mean|, ties (relative 1e-9) broken by |mean|."""
+    tied = (d >= d0 * (1 - 1e-9)) & (d <= d0 * (1 + 1e-9))
+    return (d > d0 * (1 + 1e-9)) | (tied & (e >= e0 * (1 - 1e-9)))
+
+
 def oracle(pairs: list[tuple[float, float]]) -> tuple[float, float, float]:
     """(statistic, threshold, p-value) by enumerating every sign vector in numpy."""
     r = np.log(np.array([p for _, p in pairs]) / np.array([x for x, _ in pairs]))
     n, k = len(r), trim_count(len(r))
-
-    def trimmed(v: np.ndarray) -> float:
-        return float(np.sort(v)[k : n - k].mean())
-
-    flips = [abs(trimmed(np.array(s) * r)) for s in itertools.product((-1.0, 1.0), repeat=n)]
-    d = np.sort(np.array(flips))
-    threshold = float(d[int(np.ceil(0.99 * len(d) - 1e-9)) - 1])
-    observed = trimmed(r)
-    return observed, threshold, float(np.mean(d >= abs(observed) * (1 - 1e-9)))
+    d, e = flip_statistics(r)
+    threshold = float(np.sort(d)[int(np.ceil(0.99 * len(d) - 1e-9)) - 1])
+    observed = float(np.sort(r)[k : n - k].mean())
+    extreme = at_least_as_extreme(d, e, abs(observed), abs(float(r.mean())))
+    return observed, threshold, float(np.mean(extreme))
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 11, 13])
@@ -125,16 +135,20 @@ def test_the_paired_method_needs_pairs_and_falls_back_to_pooled_without_them(
     assert stats["none"].method == POOLED and stats["none"].pairs == 0
 
 
-@pytest.mark.parametrize("n", [7, 9, 10, 11, 13])
-def test_the_p_value_floor_is_set_by_the_trimmed_pairs(engine: SqlEngine, n: int) -> None:
+@pytest.mark.parametrize("n", [7, 8, 9, 10, 11, 13])
+def test_the_mean_breaks_the_ties_of_the_trimmed_pairs(engine: SqlEngine, n: int) -> None:
     """Every pair slower, no two alike: flipping any of the floor(n/4) smallest pairs leaves
-    the trimmed mean as it is, so the floor is 2^(k+1) / 2^n and 10 pairs are the fewest
-    that can reach p <= 0.01 (the numbers FORMATS.md gives)."""
+    the trimmed mean as it is (2^(k+1) of 2^n vectors tie with the observed one) but lowers
+    the mean, so only the observed signs and their mirror are as extreme: the floor is
+    2 / 2^n, and 8 pairs are the fewest that can reach p <= 0.01 (FORMATS.md)."""
     pairs = [(1.0, 1.1 + 0.01 * i) for i in range(n)]
+    r = np.log(np.array([p for _, p in pairs]))
+    d, _ = flip_statistics(r)
+    assert int(np.sum(d >= d.max() * (1 - 1e-9))) == 2 ** (trim_count(n) + 1)
     found = Paired(engine).statistics({0: pairs})[0]
-    assert found.p_value == pytest.approx(2 ** (trim_count(n) + 1) / 2**n)
+    assert found.p_value == pytest.approx(2 / 2**n)
     assert found.p_value == pytest.approx(smallest_p_value(n))
-    assert found.significant == (n >= 10)
+    assert found.significant == (n >= 8)
 
 
 @pytest.mark.parametrize("n", [15, 17, 25, 40])
@@ -158,23 +172,23 @@ def test_tail_shares_count_the_sign_vectors_that_reach_the_cutoff(engine: SqlEng
         (float(a), float(a * np.exp(rng.normal(0.0, 0.04)))) for a in rng.lognormal(0, 0.2, 13)
     ]
     r = np.log(np.array([p for _, p in pairs]) / np.array([x for x, _ in pairs]))
-    k = trim_count(len(r))
-    flips = np.array(
-        [abs(np.sort(np.array(s) * r)[k : len(r) - k].mean())
-         for s in itertools.product((-1.0, 1.0), repeat=len(r))]
-    )  # fmt: skip
-    # flagged: at least the cutoff, and itself significant (at most 1% of vectors reach it)
-    ordered = np.sort(flips)
-    reaching = len(flips) - np.searchsorted(ordered, flips * (1 - 1e-9), side="left")
+    flips, means = flip_statistics(r)
+    # flagged: at least the cutoff, and itself significant (at most 1% of vectors are at
+    # least as extreme in paired.sql's order)
+    reaching = np.array(
+        [
+            int(np.sum(at_least_as_extreme(flips, means, d0, e0)))
+            for d0, e0 in zip(flips, means, strict=True)
+        ]
+    )
     rare = reaching / len(flips) <= 0.01
     cutoffs = {"low": 0.001, "high": float(np.log1p(0.05)), "none": 1.0}
     shares = Paired(engine).tail_shares(dict.fromkeys(cutoffs, pairs), cutoffs)
     for name, cutoff in cutoffs.items():
         assert shares[name] == pytest.approx(float(np.mean((flips >= cutoff) & rare)))
     assert shares["none"] == 0.0 and 0 < shares["low"] <= 0.01
-    # 9 pairs: the largest value is shared by 2^(2+1) of 512 vectors (trimmed pairs swap
-    # freely), more than 1%, so nothing can be flagged, as no p-value can reach 0.01
-    assert Paired(engine).tail_shares({0: pairs[:9]}, {0: 0.0})[0] == 0.0
+    # 7 pairs: even the most extreme vectors, 2 of 128, are more than 1%: nothing is flagged
+    assert Paired(engine).tail_shares({0: pairs[:7]}, {0: 0.0})[0] == 0.0
 
 
 @pytest.mark.parametrize("n", [3, 4, 7, 12])

@@ -105,7 +105,8 @@ class Paired:
         for key in keys:
             if not series[key] or any(min(p) <= 0 for p in series[key]):
                 raise ValueError(f"series {key!r}: no pairs, or a time <= 0")
-        for n in {len(pairs) for pairs in series.values()}:
+        sizes = sorted({len(pairs) for pairs in series.values()})
+        for n in sizes:
             self._ensure(n)
         path = self._engine.scratch / f"pairs-{next(self._files)}.tsv"
         _write_pairs(path, [series[k] for k in keys])
@@ -113,6 +114,7 @@ class Paired:
         params: dict[str, str | int | float] = {
             "pairs": str(path),
             "quantile": QUANTILE,
+            "sizes": _array(sizes),
             "low_rank": low,
             "high_rank": high,
         }
@@ -128,7 +130,8 @@ class Paired:
         keys = [k for k in series if k in cutoffs]
         if not keys:
             return {}
-        for n in {len(series[k]) for k in keys}:
+        sizes = sorted({len(series[k]) for k in keys})
+        for n in sizes:
             self._ensure(n)
         number = next(self._files)
         pairs_file = self._engine.scratch / f"pairs-{number}.tsv"
@@ -140,6 +143,7 @@ class Paired:
             "pairs": str(pairs_file),
             "cutoffs": str(cutoff_file),
             "level": 1 - QUANTILE,
+            "sizes": _array(sizes),
         }
         rows = self._engine.rows("paired_tail_share.sql", params)
         pairs_file.unlink()
@@ -190,6 +194,11 @@ def process_diffs(pairs: Sequence[Pair], processes: Sequence[int]) -> tuple[floa
     if len(usable) < 2:
         return ()
     return tuple(trimmed_mean_diff(p) for p in usable)
+
+
+def _array(values: Sequence[int]) -> str:
+    """An Array(UInt32) query parameter."""
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
 
 
 def _write_pairs(path: Path, series: Sequence[Sequence[Pair]]) -> None:

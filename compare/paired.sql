@@ -9,6 +9,8 @@
 --   tables sign_coefficients and paired_draws (paired_tables.sql) holding the rows of
 --     sign_coefficients.sql and paired_draws.sql for every pair count n in the input
 --   {quantile:Float64}: the level of the threshold, 0.99
+--   {sizes:Array(UInt32)}: the pair counts of the input: only their vectors are grouped
+--     (the session tables grow with every pair count a run has seen)
 --   {low_rank:UInt32}, {high_rank:UInt32}: 1-based ranks of the interval's ends among the
 --     sorted resampled ratios (compare/bootstrap.py interval_ranks)
 -- Output, one row per series:
@@ -76,12 +78,14 @@ FROM
         SELECT n, any(trim) AS trim, any(exact) AS exact,
                groupArray((coefficients, signs)) AS vectors
         FROM sign_coefficients
+        WHERE has({sizes:Array(UInt32)}, n)
         GROUP BY n
     ) AS v USING (n)
     INNER JOIN
     (
         SELECT n, groupArray(coefficients) AS draws
         FROM paired_draws
+        WHERE has({sizes:Array(UInt32)}, n)
         GROUP BY n
     ) AS d USING (n)
 )

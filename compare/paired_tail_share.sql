@@ -9,6 +9,7 @@
 --     one row per series, the cutoff as a log ratio
 --   table sign_coefficients (paired_tables.sql) for every pair count in the input
 --   {level:Float64}: the p-value a flag needs, 0.01 (paired.sql's 1 - quantile)
+--   {sizes:Array(UInt32)}: the pair counts of the input, as in paired.sql
 -- Output, one row per series:
 --   series UInt64, share Float64   the share of the sign vectors (all of them when exact,
 --     the sampled ones otherwise) whose |statistic| reaches the cutoff AND is rare enough to
@@ -52,6 +53,7 @@ FROM
     (
         SELECT n, groupArray((coefficients, signs)) AS vectors
         FROM sign_coefficients
+        WHERE has({sizes:Array(UInt32)}, n)
         GROUP BY n
     ) AS v USING (n)
 )

@@ -71,19 +71,17 @@ def trim_count(pairs: int) -> int:
 
 
 def smallest_p_value(pairs: int) -> float:
-    """The smallest p-value paired.sql gives for `pairs` pairs, however clear the change.
-    Swapping the signs of the trimmed smallest pairs leaves the trimmed mean as it is, but
-    not the mean, which breaks the tie: only the observed signs and their mirror image are as
-    extreme as complete separation, 2 of the 2^n sign vectors: 2/128 at 7 pairs, 2/2048 at
-    11, 2/8192 at 13, exactly while every vector is enumerated (2^n <= SIGN_VECTORS).
-    Sampled, the estimate (k + 1) / (SIGN_VECTORS + 1) is about that share and never below
-    1 / (SIGN_VECTORS + 1). False-discovery control cannot go below it."""
+    """The smallest p-value paired.sql gives for `pairs` pairs, however clear the change:
+    2 / 2^n, reached when every pair moved the same way (complete separation). Swapping the
+    signs of the trimmed smallest pairs leaves the trimmed mean as it is, but not the mean,
+    which breaks the tie: only the observed signs and their mirror image are that extreme.
+    Exact both where every vector is enumerated (2^n <= SIGN_VECTORS: 2/128 at 7 pairs,
+    2/8192 at 13) and beyond, where paired.sql gives complete separation its exact p-value
+    instead of the sampled estimate (which cannot go below 1 / (SIGN_VECTORS + 1)). Any other
+    sampled p-value is at least 1 / (SIGN_VECTORS + 1)."""
     if pairs < 1:
         raise ValueError(f"need at least one pair, got {pairs}")
-    extreme = min(1.0, 2.0 / float(2**pairs))
-    if 2**pairs <= SIGN_VECTORS:
-        return extreme
-    return max(extreme, 1 / (SIGN_VECTORS + 1))
+    return min(1.0, 2.0 / float(2**pairs))
 
 
 class Paired:

@@ -23,11 +23,13 @@
 --                           statistic, ordered by |trimmed mean| and, among equal |trimmed
 --                           mean|s, by |mean| of all n values (a lexicographic statistic, valid
 --                           as any function of the sign-flipped values is); for sampled
---                           vectors (k + 1) / (N + 1), so that it is never 0. Without the
---                           second key, swapping the signs of the trimmed smallest pairs
---                           leaves the trimmed mean as it is, so 2^(k+1) of 2^n vectors (k
---                           trimmed pairs a side) would tie with complete separation: the
---                           floor would be 4/128 at 7 pairs instead of 2/128
+--                           vectors (k + 1) / (N + 1), so that it is never 0, except under
+--                           complete separation (every r_i of one sign), where it is exactly
+--                           2 / 2^n (see `separated`). Without the second key, swapping the
+--                           signs of the trimmed smallest pairs leaves the trimmed mean as it
+--                           is, so 2^(k+1) of 2^n vectors (k trimmed pairs a side) would tie
+--                           with complete separation: the floor would be 4/128 at 7 pairs
+--                           instead of 2/128
 --   significant UInt8       |observed| >= threshold_log and p_value <= 1 - quantile: with few
 --                           pairs the most extreme sign vectors alone hold more than 1%
 --                           (2 of 128 at 7 pairs: the observed signs and their mirror), and
@@ -41,7 +43,8 @@ SELECT
     exact,
     observed,
     threshold_log,
-    (as_extreme + 1 - exact) / (length(distribution) + 1 - exact) AS p_value,
+    if(separated, 2 / pow(2, n),
+       (as_extreme + 1 - exact) / (length(distribution) + 1 - exact)) AS p_value,
     toUInt8(abs(observed) >= threshold_log * (1 - 1e-9)
             AND p_value <= 1 - {quantile:Float64} + 1e-12) AS significant,
     ratios[{low_rank:UInt32}] AS ci_low,
@@ -62,6 +65,12 @@ FROM
                              OR (d >= abs(observed) * (1 - 1e-9)
                                  AND abs(arrayDotProduct(v.2, a)) >= observed_mean * (1 - 1e-9)),
                    distribution, vectors) AS as_extreme,
+        -- Complete separation, known exactly without sampling: s * a <= a elementwise, so no
+        -- |trimmed mean| exceeds the observed one, and |mean| equals it only for all signs
+        -- alike (each flip lowers the sum by 2 a_i, beyond the 1e-9 tolerance). So exactly 2
+        -- of the 2^n vectors are as extreme. Enumerated sizes count them anyway.
+        NOT exact AND (arrayAll(v -> v > 0, r) OR arrayAll(v -> v < 0, r))
+            AND 2 * a[1] > 1e-9 * arraySum(a) AS separated,
         arraySort(distribution)[greatest(1, toUInt32(ceil({quantile:Float64} * length(distribution)
                                                          - 1e-9)))] AS threshold_log,
         arraySort(arrayMap(c -> exp(arrayDotProduct(c, x)), draws))

@@ -181,3 +181,31 @@ def test_a_run_where_a_lone_change_can_be_a_discovery_does_not_warn(tmp_path: Pa
     fdr = json.loads((out / "summary.json").read_text())["fdr"]
     assert fdr["smallest_p_value"] == pytest.approx(2 / 2048) and fdr["discoveries"] == 1
     assert "No change alone" not in render_report(out).path.read_text()
+
+
+def test_a_lone_separated_change_at_20_pairs_is_a_discovery_among_600_queries(
+    tmp_path: Path,
+) -> None:
+    """q / m = 8.3e-5 for 600 queries is below what 10,000 sampled sign vectors can give
+    (1/10,001); complete separation gets its exact p-value 2 / 2^20 instead, so the change is
+    found. The same change with one pair reversed keeps a sampled p-value and is not."""
+    steady = tuple(0.1 + 0.0007 * ((7 * i) % 20) for i in range(20))
+    slower = tuple(v * (1.2 + 0.003 * i) for i, v in enumerate(steady))
+    series = {0: (steady, slower)}
+    series.update({i: (steady, steady[::-1]) for i in range(1, 600)})
+    out = write_artifacts(tmp_path / "separated", series)
+    compare_directory(out, CompareOptions())
+    row = verdict_rows(out)[("t", "0")]
+    assert row[2] == "slower"
+    assert float(row[8]) == pytest.approx(2 / 2**20, rel=1e-6)
+    fdr = json.loads((out / "summary.json").read_text())["fdr"]
+    assert fdr["lone_discovery_level"] == pytest.approx(0.05 / 600)
+    assert fdr["smallest_p_value"] == pytest.approx(2 / 2**20, rel=1e-6)
+
+    reversed_pair = (*slower[:-1], steady[-1] * 0.9)
+    series[0] = (steady, reversed_pair)
+    out = write_artifacts(tmp_path / "one-reversed", series)
+    compare_directory(out, CompareOptions())
+    row = verdict_rows(out)[("t", "0")]
+    assert float(row[8]) >= 1 / 10_001
+    assert row[2] != "slower" and "not a discovery at FDR 5%" in row[3]

@@ -76,7 +76,11 @@ def test_sampled_statistics_are_seeded_and_close_to_the_truth(engine: SqlEngine)
     assert first == second
     assert first.diff == pytest.approx(0.1, abs=0.02)
     assert first.significant
-    assert first.p_value == pytest.approx(1 / 10_001)  # no sign vector reaches a 10% shift
+    # every pair slower: complete separation, whose p-value is exact, not sampled
+    assert first.p_value == pytest.approx(2 / 2**25, rel=1e-12)
+    # one pair reversed: sampled, and no sampled vector reaches the observed statistic
+    mixed = [*pairs[:-1], (pairs[-1][1], pairs[-1][0])]
+    assert Paired(engine).statistics({0: mixed})[0].p_value == pytest.approx(1 / 10_001)
 
 
 def regime_runs(rng: np.random.Generator, n: int, change: float) -> Samples:
@@ -151,18 +155,38 @@ def test_the_mean_breaks_the_ties_of_the_trimmed_pairs(engine: SqlEngine, n: int
     assert found.significant == (n >= 8)
 
 
+def test_complete_separation_is_exactly_2_of_2_to_the_n_where_vectors_are_sampled(
+    engine: SqlEngine,
+) -> None:
+    """14 pairs (16,384 sign vectors > SIGN_VECTORS: sampled), every pair slower: a numpy
+    enumeration of all vectors in paired.sql's order finds exactly 2 as extreme as the
+    observed signs, which is the p-value paired.sql gives without sampling."""
+    rng = np.random.default_rng(14)
+    pairs = [(1.0, float(np.exp(x))) for x in rng.uniform(0.01, 0.3, 14)]
+    r = np.log(np.array([p for _, p in pairs]))
+    d, e = flip_statistics(r)
+    k = trim_count(14)
+    observed = float(np.sort(r)[k : 14 - k].mean())
+    assert int(np.sum(at_least_as_extreme(d, e, observed, float(r.mean())))) == 2
+    found = Paired(engine).statistics({0: pairs})[0]
+    assert not found.exact
+    assert found.p_value == pytest.approx(2 / 2**14, rel=1e-12) == smallest_p_value(14)
+
+
 @pytest.mark.parametrize("n", [15, 17, 25, 40])
-def test_sampled_p_values_stay_near_their_stated_floor(engine: SqlEngine, n: int) -> None:
-    """Beyond 13 pairs the sign vectors are sampled: complete separation gives about the share
-    of extreme vectors, never less than 1 / (SIGN_VECTORS + 1). This floor is what summary.json
-    fdr.smallest_p_value reports and why a lone change among more than ~500 queries cannot be
-    a discovery at q = 0.05."""
+def test_the_floor_is_2_of_2_to_the_n_and_other_sampled_p_values_stay_above_1_of_n(
+    engine: SqlEngine, n: int
+) -> None:
+    """Beyond 13 pairs the sign vectors are sampled: complete separation still gets its exact
+    p-value 2 / 2^n (what summary.json fdr.smallest_p_value reports), so even a lone change
+    among thousands of queries can be a discovery; with one pair reversed the estimate is
+    sampled and never below 1 / (SIGN_VECTORS + 1)."""
     pairs = [(1.0, 1.1 + 0.01 * i) for i in range(n)]
     found = Paired(engine).statistics({0: pairs})[0]
-    floor = smallest_p_value(n)
-    assert found.p_value >= 1 / (SIGN_VECTORS + 1)
-    assert floor / 3 <= found.p_value <= floor * 3
-    assert smallest_p_value(40) == pytest.approx(1 / (SIGN_VECTORS + 1))
+    assert found.p_value == pytest.approx(smallest_p_value(n), rel=1e-12)
+    assert smallest_p_value(n) == pytest.approx(2 / 2**n)
+    mixed = [(1.1, 1.0), *pairs[1:]]
+    assert Paired(engine).statistics({0: mixed})[0].p_value >= 1 / (SIGN_VECTORS + 1)
 
 
 def test_tail_shares_count_the_sign_vectors_that_reach_the_cutoff(engine: SqlEngine) -> None:

@@ -19,7 +19,15 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.runs import CHANGED, QUICK_TESTS, REPO, chperf_run, same_pace_ratio, slowest_tests
+from bench.runs import (
+    CHANGED,
+    QUICK_TESTS,
+    REPO,
+    chperf_run,
+    pair_noise,
+    same_pace_ratio,
+    slowest_tests,
+)
 from compare.calibration import CALIBRATION_FILE, read_calibration
 
 BAR_CHANGED = 1
@@ -55,7 +63,8 @@ def main() -> None:
     print(
         f"wall {result.wall_seconds:.1f} s (measured runs {result.measured_seconds:.1f} s, "
         f"client time {result.client_seconds:.1f} s; {same_pace_ratio(result):.2f} of 15 runs a "
-        f"query at the same per-query pace)"
+        f"query at the same per-query pace; machine noise {pair_noise(result):.3f}: the median "
+        f"sd of ln(patched/reference) over each query's first 7 pairs)"
     )
     print("slowest tests: " + ", ".join(f"{t} {s:.1f} s" for t, s in slowest_tests(args.out, 5)))
     _print_calibration(args.out / CALIBRATION_FILE)

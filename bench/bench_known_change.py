@@ -29,6 +29,7 @@ from bench.runs import (
     RunResult,
     chperf_run,
     existing_run,
+    pair_noise,
     same_pace_ratio,
 )
 
@@ -131,6 +132,11 @@ def _print_time(adaptive: RunResult, fixed: RunResult) -> None:
     print(
         f"adaptive client time over 15 runs a query at the adaptive run's own pace: "
         f"{same_pace_ratio(adaptive):.2f} (independent of the machine's speed between runs)"
+    )
+    print(
+        f"machine noise (median over queries of the sd of ln(patched/reference) over the first "
+        f"7 pairs): adaptive {pair_noise(adaptive):.3f}, fixed 15 {pair_noise(fixed):.3f}; "
+        f"the time ratio compares like with like only when these are close"
     )
 
 

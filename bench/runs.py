@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import subprocess
 import sys
 import time
@@ -79,3 +81,27 @@ def same_pace_ratio(run: RunResult, runs: int = 15) -> float:
     spent = sum(sum(times) for times in per_query.values())
     fixed = sum(sum(times) / len(times) * 2 * runs for times in per_query.values())
     return spent / fixed if fixed else float("nan")
+
+
+def pair_noise(run: RunResult, pairs: int = 7) -> float:
+    """The machine's noise while `run` ran: per query, the standard deviation of
+    ln(patched / reference) over its first `pairs` ABBA pairs (every mode runs at least
+    that many), then the median over the queries. A change shifts the log ratios but not
+    their spread, so the A/A and known-change runs are comparable. Runs of the same suite
+    back to back have measured 0.07-0.11; the mode that ran in the noisier state needs
+    more runs to settle, which its time ratio then shows."""
+    sides: dict[tuple[str, int, int], dict[str, float]] = {}
+    for row in read_table(run.out, RUNS).rows:
+        if row.client_time > 0:
+            sides.setdefault((row.test, row.query_index, row.run), {})[row.server] = row.client_time
+    ratios: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    for (test, index, number), times in sides.items():
+        if "reference" in times and "patched" in times:
+            ratio = math.log(times["patched"] / times["reference"])
+            ratios.setdefault((test, index), []).append((number, ratio))
+    spreads = [
+        statistics.pstdev([r for _, r in sorted(values)[:pairs]])
+        for values in ratios.values()
+        if len(values) >= pairs
+    ]
+    return statistics.median(spreads) if spreads else float("nan")

@@ -60,7 +60,7 @@ FROM
         arraySum(arraySlice(x, trim + 1, n - 2 * trim)) / (n - 2 * trim) AS observed,
         abs(arraySum(x)) / n AS observed_mean,
         arrayMap(v -> abs(arrayDotProduct(v.1, a)), vectors) AS distribution,
-        -- the tie-break is computed only for the vectors tied on the trimmed mean
+        -- |mean| of a vector (v.2: signs / n) decides only where |trimmed mean| ties
         arrayCount((d, v) -> d > abs(observed) * (1 + 1e-9)
                              OR (d >= abs(observed) * (1 - 1e-9)
                                  AND abs(arrayDotProduct(v.2, a)) >= observed_mean * (1 - 1e-9)),

@@ -83,7 +83,14 @@ class ControlClient:
         self.flush_logs()
         columns = self._columns("query_log")
         events = "arrays" if "ProfileEvents.Names" in columns else "map"
-        return Capabilities(trace_log=self._has_table("trace_log"), profile_events=events)
+        throw_if_noop = self.execute(
+            "SELECT count() FROM system.settings WHERE name = 'optimize_throw_if_noop'"
+        )
+        return Capabilities(
+            trace_log=self._has_table("trace_log"),
+            profile_events=events,
+            optimize_throw_if_noop=bool(throw_if_noop[0][0]),
+        )
 
     def query_log(
         self, query_ids: Sequence[str], capabilities: Capabilities

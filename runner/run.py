@@ -39,7 +39,19 @@ from runner.measure import Measurer, Writers, samples_of
 from runner.profiler import ProfileOptions, Profiler
 from runner.progress import Progress
 from runner.server import ServerSpec
-from runner.servers import ServerPair, started_server_sets
+from runner.servers import ServerPair, Side, started_server_sets
+from runner.settle import (
+    CANNOT_ASSIGN_OPTIMIZE,
+    OPTIMIZE_ATTEMPTS,
+    SETTLE_TIMEOUT_S,
+    THROW_IF_NOOP,
+    Settled,
+    is_optimize,
+    layout_differences,
+    running_merges,
+    settle,
+    wait_for_merges,
+)
 from runner.shard import Shard, ShardWeights, select_paths
 from runner.stopping import StopRule
 from runner.testdef import (
@@ -336,6 +348,7 @@ class Run:
         status, reason = "ran", ""
         self._on_every_server(measurer, test, _statements(test, ("drop_query",)), stage=None)
         if self._on_every_server(measurer, test, _statements(test, SETUP_KINDS), STAGE_SETUP):
+            self._settle(measurer, test, progress)
             for q in queries:
                 progress.start_query(test.name, q.index)
                 measurer.measure(test, q)
@@ -347,6 +360,45 @@ class Run:
         wall = time.monotonic() - start
         self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
         return status == "ran"
+
+    def _settle(self, measurer: Measurer, test: TestDef, progress: Progress) -> None:
+        """Wait until no server is merging, then warn if the tables differ in layout."""
+        progress.activity(test.name, "setup done, waiting for background merges")
+        servers = [(process, side) for process in range(len(measurer.sets)) for side in SIDES]
+
+        def on(server: tuple[int, str]) -> Settled | Exception:
+            process, side = server
+            try:
+                return settle(measurer.sets[process].side(side).control)
+            except Exception as e:  # a dead server shows in the measured runs; say why here
+                return e
+
+        with ThreadPoolExecutor(max_workers=len(servers)) as pool:
+            results = list(pool.map(on, servers))
+        parts: dict[str, dict[str, int]] = {}
+        for (process, side), result in zip(servers, results, strict=True):
+            name = side if process == 0 else f"{side} #{process + 1}"
+            if isinstance(result, Exception):
+                self._warn(f"{test.name}: could not check merges on the {name} server: {result}")
+                continue
+            if not result.merges_done:
+                self._warn(
+                    f"{test.name}: the {name} server was still merging {SETTLE_TIMEOUT_S:.0f} s "
+                    "after the setup; its queries are measured anyway"
+                )
+            parts[name] = result.parts
+        for line in layout_differences(parts):
+            self._warn(
+                f"{test.name}: {line}. The servers' data differ in layout, which can make "
+                "queries differ where the patch did not; fill the tables deterministically "
+                "(OPTIMIZE TABLE ... FINAL after the inserts)"
+            )
+
+    def _warn(self, message: str) -> None:
+        print(f"chperf: warning: {message}", file=sys.stderr)
+        warnings = self.manifest["warnings"]
+        assert isinstance(warnings, list)
+        warnings.append(message)
 
     def _teardown(self, measurer: Measurer, test: TestDef) -> None:
         if self.options.long or not test.is_long:
@@ -396,7 +448,10 @@ def _run_statements(
     try:
         for number, statement in enumerate(queries):
             qid = f"{test.name}.{stage or 'drop'}{number}"
-            outcome = executor.execute(statement.sql, qid, settings)
+            if stage == STAGE_SETUP and is_optimize(statement.sql):
+                outcome = _optimize(executor, pair.side(side), statement.sql, qid, settings)
+            else:
+                outcome = executor.execute(statement.sql, qid, settings)
             if outcome.ok:
                 continue
             gone = outcome if outcome.server_gone else None
@@ -412,6 +467,27 @@ def _run_statements(
     finally:
         executor.close()
     return None, None
+
+
+def _optimize(
+    executor: HttpExecutor, server: Side, sql: str, qid: str, settings: dict[str, str]
+) -> QueryOutcome:
+    """A setup OPTIMIZE that merges, not one that a running background merge turned into a
+    silent no-op (runner/settle.py): wait for merges, run it with optimize_throw_if_noop, and
+    try again while "can't OPTIMIZE" coincides with merges. When nothing was merging, the
+    OPTIMIZE had nothing to do: it runs once more as written, as ClickHouse itself would."""
+    wait_for_merges(server.control)
+    if not server.capabilities.optimize_throw_if_noop:
+        return executor.execute(sql, qid, settings)
+    strict = {**settings, THROW_IF_NOOP: "1"}
+    for attempt in range(OPTIMIZE_ATTEMPTS):
+        outcome = executor.execute(sql, f"{qid}.try{attempt}", strict)
+        if outcome.error_code != CANNOT_ASSIGN_OPTIMIZE or running_merges(server.control) == 0:
+            break
+        wait_for_merges(server.control)
+    if outcome.error_code != CANNOT_ASSIGN_OPTIMIZE:
+        return outcome
+    return executor.execute(sql, qid, settings)
 
 
 def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = None) -> Run:

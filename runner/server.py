@@ -37,6 +37,7 @@ class Capabilities:
 
     trace_log: bool
     profile_events: str  # "map" (modern) or "arrays" (ProfileEvents.Names/Values, old)
+    optimize_throw_if_noop: bool = False  # the setting exists (runner/settle.py)
 
 
 @dataclass

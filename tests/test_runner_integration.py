@@ -204,3 +204,24 @@ def test_server_that_cannot_start_names_side_and_log(tmp_path: Path, server_bina
     assert result.returncode == 3, result.stderr
     assert "patched server" in result.stderr
     assert "last lines of its logs" in result.stderr
+
+
+def test_setup_optimize_merges_and_measuring_starts_with_no_merge_running(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    """The fill leaves ~80 parts being merged when its OPTIMIZE FINAL arrives, which then did
+    nothing (18.16: a running merge holds parts); each measured query throws unless the table
+    is one part with no merge running. Both fail on every server without runner/settle.py."""
+    out = tmp_path / "out"
+    result = run_chperf(
+        ["run", "--reference", str(server_binary), "--patched", str(server_binary),
+         "--tests", str(DATA / "settle"), "--runs", "3", "--no-profile", "--out", str(out)]
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    assert not read_table(out, ERRORS).rows
+    runs = read_table(out, RUNS).rows
+    assert len(runs) == 2 * 3 * 2  # two queries, three runs a side
+    assert all(r.client_time > 0 for r in runs)
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["servers"]["reference"]["capabilities"]["optimize_throw_if_noop"] is True
+    assert manifest["warnings"] == []

@@ -33,6 +33,7 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.runs import truth_undetermined
 from chperf.artifacts import QUERIES, QUERY_LOG, RUNS, read_manifest, read_table, write_table
 from compare import CompareOptions, compare_directory
 from compare.verdict import Thresholds
@@ -167,7 +168,11 @@ def _client_seconds(runs: dict[Key, list[tuple[float, float]]], keep: dict[Key, 
 
 
 def _accuracy(verdicts: dict[Key, dict[str, Any]], truth: dict[Key, dict[str, Any]]) -> str:
-    true_d = {k: q["diff"] for k, q in truth.items() if q.get("diff") is not None}
+    true_d = {
+        k: q["diff"]
+        for k, q in truth.items()
+        if q.get("diff") is not None and not truth_undetermined(q)
+    }
     flagged = {k: q["verdict"] for k, q in verdicts.items() if q["verdict"] in ("faster", "slower")}
     large = [k for k, d in true_d.items() if abs(d) >= LARGE]
     found = [k for k in large if flagged.get(k) == ("slower" if true_d[k] > 0 else "faster")]

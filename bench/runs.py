@@ -83,6 +83,20 @@ def same_pace_ratio(run: RunResult, runs: int = 15) -> float:
     return spent / fixed if fixed else float("nan")
 
 
+def truth_undetermined(query: dict[str, Any], min_effect: float = 0.05) -> bool:
+    """Whether a ground-truth query's server process sets disagree about its change: opposite
+    directions, one of them by at least the minimum effect. Its pooled D then mixes a
+    difference between two processes of the same binary (METHOD.md §9: memory layout) into
+    the "true change": in session 7's truth, one reference process ran agg_quantiles #6 at
+    86 ms and the other at 61 ms on all its 20 runs, while both patched processes ran 62 ms;
+    D came out -14%, where two earlier truths measured +3%. Such queries are left out of the
+    recall, wrong-direction and below-2% counts, and listed."""
+    diffs = query.get("process_diffs") or []
+    if len(diffs) < 2:
+        return False
+    return bool(min(diffs) < 0 < max(diffs) and max(abs(d) for d in diffs) >= min_effect)
+
+
 def pair_noise(run: RunResult, pairs: int = 7) -> float:
     """The machine's noise while `run` ran: per query, the standard deviation of
     ln(patched / reference) over its first `pairs` ABBA pairs (every mode runs at least

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.runs import RunResult, pair_noise
+from bench.runs import RunResult, pair_noise, truth_undetermined
 from tests.test_compare_directory import write_artifacts
 
 
@@ -30,3 +30,13 @@ def test_a_constant_change_has_no_pair_noise(tmp_path: Path) -> None:
     times = tuple(0.1 + 0.01 * n for n in range(8))
     out = write_artifacts(tmp_path / "run", {0: (times, tuple(1.2 * t for t in times))})
     assert pair_noise(RunResult(out, 0, 0.0, 0.0, 0.0, {})) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_truth_whose_process_sets_disagree_is_undetermined() -> None:
+    """Figures of session 7's 41-run truth: agg_quantiles #6 (one reference process 40%
+    slower than the other), a real slowdown on both sets, and small disagreements."""
+    assert truth_undetermined({"diff": -0.144, "process_diffs": [-0.272, 0.015]})
+    assert not truth_undetermined({"diff": 0.281, "process_diffs": [0.262, 0.301]})
+    assert not truth_undetermined({"diff": 0.002, "process_diffs": [-0.007, 0.014]})
+    assert not truth_undetermined({"diff": -0.03, "process_diffs": [-0.049, 0.02]})
+    assert not truth_undetermined({"diff": 0.05, "process_diffs": []})  # one process a side

@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("run", type=Path, help="a fixed run with many runs a side")
     parser.add_argument("--truth", type=Path, default=None)
     parser.add_argument("--no-fdr", action="store_true")
-    parser.add_argument("--no-futility", action="store_true", help="without rule 6")
+    parser.add_argument("--no-futility", action="store_true", help="without rules 6 and 7")
     parser.add_argument("--no-extension", action="store_true", help="without rule 5")
     parser.add_argument("--max-runs", type=int, default=StopRule.max_runs)
     parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)

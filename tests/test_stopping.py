@@ -178,3 +178,35 @@ def test_beyond_threshold_compares_the_pooled_method_on_the_linear_scale() -> No
     assert stats(-0.33, 0.30).beyond_threshold
     assert not stats(-0.33, 0.40).beyond_threshold
     assert not stats(0.05, 0.06).beyond_threshold
+
+
+@pytest.mark.parametrize(
+    ("runs", "diff", "threshold", "stop"),
+    [
+        # T 4% at 9 runs would be 2.4% at 25: |D| 0.5% from the minimum effect stays within
+        # its half (1.2%), so more runs cannot settle it.
+        (9, 0.045, 0.04, True),
+        (9, -0.055, 0.04, True),
+        # 1.5% from the minimum effect: 25 runs could take it past 1.2%, so run on.
+        (9, 0.035, 0.04, False),
+        # At 20 runs T 4% would be 3.6% at 25: |D| 1.5% away stays within 1.8%.
+        (20, 0.035, 0.04, True),
+    ],
+)
+def test_a_query_that_max_runs_could_not_move_off_the_boundary_settles_there(
+    runs: int, diff: float, threshold: float, stop: bool
+) -> None:
+    import dataclasses
+
+    # The process sets disagree about the direction, so none of these looks changed.
+    series = dataclasses.replace(stats(diff, threshold), process_diffs=(diff * 2, -0.01))
+    decision = should_stop(RULE, runs, 1.0, series)
+    assert decision.stop is stop
+    assert ("settled at the boundary" in decision.reason) is stop
+    assert not should_stop(StopRule(futility=False), runs, 1.0, series).stop
+
+
+def test_a_query_that_looks_changed_at_the_boundary_runs_on() -> None:
+    # D +5.5%, T 4%, both process sets show it: rule 4 and the T/2 margin decide, not rule 7
+    series = stats(0.055, 0.04)
+    assert not should_stop(RULE, 9, 1.0, series).stop

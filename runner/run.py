@@ -364,7 +364,7 @@ class Run:
     def _settle(self, measurer: Measurer, test: TestDef, progress: Progress) -> None:
         """Wait until no server is merging, then warn if the tables differ in layout."""
         progress.activity(test.name, "setup done, waiting for background merges")
-        servers = [(process, side) for process in range(len(measurer.sets)) for side in SIDES]
+        servers = _every_server(measurer)
 
         def on(server: tuple[int, str]) -> Settled | Exception:
             process, side = server
@@ -415,7 +415,7 @@ class Run:
         """
         if not queries:
             return True
-        servers = [(process, side) for process in range(len(measurer.sets)) for side in SIDES]
+        servers = _every_server(measurer)
 
         def run_on(server: tuple[int, str]) -> tuple[ErrorRow | None, QueryOutcome | None]:
             process, side = server
@@ -432,6 +432,11 @@ class Run:
                 where = f"during {test.name} {stage or 'drop'} queries"
                 measurer.recover(side, test.name, WHOLE_TEST, where, gone.message, process)
         return ok
+
+
+def _every_server(measurer: Measurer) -> list[tuple[int, str]]:
+    """(process set, side) of every server of the run."""
+    return [(process, side) for process in range(len(measurer.sets)) for side in SIDES]
 
 
 def _statements(test: TestDef, kinds: tuple[str, ...]) -> tuple[Statement, ...]:

@@ -74,13 +74,11 @@ def active_parts(control: ControlClient) -> dict[str, int]:
 class Settled:
     merges_done: bool  # False: still merging after SETTLE_TIMEOUT_S
     parts: dict[str, int]
-    seconds: float
 
 
 def settle(control: ControlClient, timeout: float = SETTLE_TIMEOUT_S) -> Settled:
-    start = time.monotonic()
     done = wait_for_merges(control, timeout)
-    return Settled(done, active_parts(control), time.monotonic() - start)
+    return Settled(done, active_parts(control))
 
 
 def layout_differences(parts_by_server: Mapping[str, Mapping[str, int]]) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import signal
 import sys
@@ -38,6 +40,11 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     ignored, so a second Ctrl-C cannot cut the cleanup short and leave servers behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Say so at once: stopping four servers can take seconds. os.write, not print: the
+    # handler may run while the main thread is inside a write to sys.stderr.
+    with contextlib.suppress(OSError):
+        name = signal.Signals(signum).name
+        os.write(2, f"chperf: {name} received: stopping the servers\n".encode())
     if signum == signal.SIGTERM:
         raise Terminated()
     raise KeyboardInterrupt()
@@ -302,6 +309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    # A signal mask is inherited through exec: a parent that blocked SIGTERM (some job
+    # runners do) would leave chperf deaf to it, and the run would go on to the end.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         return COMMANDS[args.command](args)
     except ChperfError as e:

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,25 +35,49 @@ def processes_under(directory: Path) -> list[int]:
     return found
 
 
-def start_chperf(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_run_outlives_its_test() -> Iterator[None]:
+    """A failed assertion must not leave a run (and its servers) going: kill it by PID; the
+    kernel then kills its servers (PR_SET_PDEATHSIG)."""
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+
+
+def start_chperf(args: list[str], blocked: set[int] | None = None) -> subprocess.Popen[str]:
+    """`blocked`: signals chperf inherits blocked, as from a parent that blocks them."""
+
+    def block() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocked or set())
+
+    process = subprocess.Popen(
         [sys.executable, "-m", "chperf", "run", *args],
         cwd=REPO,
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=block if blocked else None,
     )
+    STARTED.append(process)
+    return process
 
 
 def start_run(
-    tmp_path: Path, binary: Path, test: str, *extra: str
+    tmp_path: Path, binary: Path, test: str, *extra: str, blocked: set[int] | None = None
 ) -> tuple[subprocess.Popen[str], Path, Path]:
     """`chperf run` of one reliability test with private out and servers directories."""
     out, servers_dir = tmp_path / "out", tmp_path / "servers"
     servers_dir.mkdir()
     process = start_chperf(
         ["--tests", str(DATA / "reliability" / test), *extra, "--out", str(out),
-         "--servers-dir", str(servers_dir), "--reference", str(binary), "--patched", str(binary)]
+         "--servers-dir", str(servers_dir), "--reference", str(binary), "--patched", str(binary)],
+        blocked,
     )  # fmt: skip
     return process, out, servers_dir
 
@@ -135,18 +159,31 @@ def test_server_that_stops_answering_is_restarted_and_the_query_recorded(
     assert not processes_under(servers_dir)
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    "sig, code, inherited_blocked",
+    [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)],
+    ids=["SIGTERM", "SIGINT", "SIGTERM-inherited-blocked"],
+)
 def test_signal_stops_servers_and_keeps_consistent_artifacts(
-    tmp_path: Path, server_binary: Path, sig: signal.Signals, code: int
+    tmp_path: Path, server_binary: Path, sig: signal.Signals, code: int, inherited_blocked: bool
 ) -> None:
-    process, out, servers_dir = start_run(tmp_path, server_binary, "several.xml", "--runs", "500")
+    started = time.monotonic()
+    process, out, servers_dir = start_run(
+        tmp_path, server_binary, "several.xml", "--runs", "500",
+        blocked={sig} if inherited_blocked else None,
+    )  # fmt: skip
     wait_for(lambda: servers_started(out) and run_rows(out) >= 10)
+    signalled = time.monotonic() - started
+    assert process.poll() is None, f"the run ended before the signal ({signalled:.1f} s)"
     process.send_signal(sig)
     if sig == signal.SIGINT:
         time.sleep(0.05)
         process.send_signal(sig)  # an impatient second Ctrl-C
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == code, stderr
+    assert process.returncode == code, (
+        f"signalled after {signalled:.1f} s, {run_rows(out)} rows\n{stderr}"
+    )
+    assert f"chperf: {sig.name} received: stopping the servers" in stderr
     assert manifest(out)["status"] == "interrupted"
     runs = read_table(out, RUNS)
     assert not runs.problems and len(runs.rows) >= 10

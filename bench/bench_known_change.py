@@ -10,8 +10,16 @@ wrong direction (bar 0), flags whose true change is < 2% (bar 0); the measured m
 of adaptive / fixed-15 (bar <= 0.6: run.json measured_runs_seconds, and the sum of client
 times), total wall times; and where the adaptive and fixed-15 verdicts disagree.
 
+A truth is itself a measurement: two 41-run truths taken hours apart disagree by more than
+4 points on a tenth of the queries. With --also-truth (other long runs of the same change,
+e.g. OUT/truth of earlier benches), it also prints how far the truths are apart and the same
+counts against what all of them agree on (bench/runs.py consensus): recall on queries >= 10%
+in every truth, flags opposite to a direction every truth shows by >= 2%, flags on queries
+below 2% in every truth.
+
 Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
-                                                   [--reuse-truth]
+                                                   [--reuse-truth | --rescore]
+                                                   [--also-truth DIR ...]
   --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
 """
 
@@ -28,11 +36,15 @@ from bench.runs import (
     CHANGED,
     QUICK_TESTS,
     REPO,
+    Consensus,
+    Key,
     RunResult,
     chperf_run,
+    consensus,
     existing_run,
     pair_noise,
     same_pace_ratio,
+    truth_spread,
     truth_undetermined,
 )
 
@@ -41,7 +53,6 @@ LARGE = 0.10  # recall is measured on true changes at least this large
 SMALL = 0.02  # a flag on a true change below this is a false one
 BAR_RECALL = 0.95
 BAR_TIME_RATIO = 0.6
-Key = tuple[str, int]
 
 
 def main() -> None:
@@ -55,7 +66,20 @@ def main() -> None:
         action="store_true",
         help="judge OUT/truth of an earlier run again instead of measuring it (same suite)",
     )
+    parser.add_argument(
+        "--also-truth",
+        type=Path,
+        action="append",
+        default=[],
+        help="another long run of the same change: also score against what all truths agree on",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="judge all three runs of OUT again, measuring nothing (implies --reuse-truth)",
+    )
     args = parser.parse_args()
+    args.reuse_truth = args.reuse_truth or args.rescore
     tests = QUICK_TESTS if args.quick else args.tests
     truth_runs = 11 if args.quick else args.truth_runs
     overlay = ["--patched-config", str(OVERLAY)]
@@ -63,8 +87,11 @@ def main() -> None:
         truth_run = existing_run(args.out / "truth")
     else:
         truth_run = chperf_run(args.out / "truth", tests, [*overlay, "--runs", str(truth_runs)])
-    adaptive = chperf_run(args.out / "adaptive", tests, overlay)
-    fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
+    if args.rescore:
+        adaptive, fixed = existing_run(args.out / "adaptive"), existing_run(args.out / "fixed15")
+    else:
+        adaptive = chperf_run(args.out / "adaptive", tests, overlay)
+        fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
     truth = _true_changes(truth_run)
     undetermined = [k for k, q in truth_run.verdicts().items() if truth_undetermined(q)]
     for k in undetermined:
@@ -73,6 +100,7 @@ def main() -> None:
         print(f"left out: {k[0]} #{k[1]}: the truth's process sets disagree ({sets}; D "
               f"{q['diff']:+.1%})")  # fmt: skip
         truth.pop(k, None)
+    others = [_true_changes(existing_run(d)) for d in args.also_truth]
     if missing := set(adaptive.verdicts()) - set(truth_run.verdicts()):
         print(f"warning: the truth run lacks {len(missing)} of the queries measured here")
     print(f"ground truth: {truth_runs} runs a side, {len(truth)} measured queries with a "
@@ -81,12 +109,65 @@ def main() -> None:
           f"{sum(abs(d) < SMALL for d in truth.values())} below {SMALL:.0%}")  # fmt: skip
     for name, run in (("adaptive", adaptive), ("fixed 15", fixed)):
         _print_accuracy(name, run, truth)
+    if others:
+        _print_consensus(
+            args.also_truth, truth, others, (("adaptive", adaptive), ("fixed 15", fixed))
+        )
     _print_time(adaptive, fixed)
     _print_agreement(adaptive, fixed, truth)
 
 
 def _true_changes(run: RunResult) -> dict[Key, float]:
-    return {k: q["diff"] for k, q in run.verdicts().items() if q["diff"] is not None}
+    """Each determined query's D (left out: those whose process sets disagree)."""
+    return {
+        k: q["diff"]
+        for k, q in run.verdicts().items()
+        if q["diff"] is not None and not truth_undetermined(q)
+    }
+
+
+def _print_consensus(
+    paths: list[Path],
+    truth: dict[Key, float],
+    others: list[dict[Key, float]],
+    runs: tuple[tuple[str, RunResult], ...],
+) -> None:
+    for path, other in zip(paths, others, strict=True):
+        median, p90 = truth_spread(truth, other)
+        apart = sum(1 for k in set(truth) & set(other) if abs(truth[k] - other[k]) > 0.04)
+        crossing = sum(
+            1
+            for k in set(truth) & set(other)
+            if (abs(truth[k]) >= LARGE) != (abs(other[k]) >= LARGE)
+        )
+        print(f"truth vs {path}: |difference| median {median:.1%}, 90th percentile {p90:.1%}; "
+              f"{apart} queries more than 4 points apart, {crossing} on opposite sides of "
+              f"{LARGE:.0%}")  # fmt: skip
+    agreed = consensus([truth, *others], LARGE, SMALL)
+    print(f"consensus of {len(others) + 1} truths: {agreed.queries} queries determined in all; "
+          f"{len(agreed.large)} >= {LARGE:.0%} in every one, {len(agreed.small)} below "
+          f"{SMALL:.0%} in every one")  # fmt: skip
+    for name, run in runs:
+        _print_consensus_accuracy(name, run, agreed)
+
+
+def _print_consensus_accuracy(name: str, run: RunResult, agreed: Consensus) -> None:
+    verdicts = run.verdicts()
+    large = agreed.large
+    found = [k for k in large if verdicts.get(k, {}).get("verdict") == _direction(large[k])]
+    flagged = [k for k, q in verdicts.items() if q["verdict"] in CHANGED]
+    wrong = [
+        k
+        for k in flagged
+        if k in agreed.directed and verdicts[k]["verdict"] != _direction(agreed.directed[k])
+    ]
+    small = [k for k in flagged if k in agreed.small]
+    recall = len(found) / len(large) if large else float("nan")
+    missed = [k for k in large if k not in found]
+    verdict = "ok" if recall >= BAR_RECALL else "MISSED"
+    print(f"  {name} against the consensus: recall {len(found)}/{len(large)} = {recall:.1%} "
+          f"({verdict}) {_keys(missed)}; wrong direction {len(wrong)} {_keys(wrong)}; "
+          f"flagged below {SMALL:.0%} {len(small)} {_keys(small)}")  # fmt: skip
 
 
 def _print_accuracy(name: str, run: RunResult, truth: dict[Key, float]) -> None:

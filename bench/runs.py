@@ -119,3 +119,45 @@ def pair_noise(run: RunResult, pairs: int = 7) -> float:
         if len(values) >= pairs
     ]
     return statistics.median(spreads) if spreads else float("nan")
+
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """What several independent long truths of the same change agree on. Two 41-run truths
+    of the max_block_size overlay, hours apart, differ by more than 4 points on 15-25 of 151
+    queries (90th percentile of |difference| 4-4.6 points) and put 5-7 queries on opposite
+    sides of 10%: one truth alone mislabels some queries the bar counts."""
+
+    large: dict[Key, float]  # |change| >= `large` in every truth, one direction: the mean
+    directed: dict[Key, float]  # |change| >= `small` in every truth, one direction: the mean
+    small: frozenset[Key]  # |change| < `small` in every truth
+    queries: int  # determined in every truth
+
+
+def consensus(truths: list[dict[Key, float]], large: float, small: float) -> Consensus:
+    """`truths`: per truth, the true change of each query it determined."""
+    common = set(truths[0]).intersection(*truths[1:]) if truths else set()
+    found: dict[str, dict[Key, float]] = {"large": {}, "directed": {}}
+    quiet = set()
+    for key in common:
+        changes = [truth[key] for truth in truths]
+        mean = sum(changes) / len(changes)
+        one_way = all(c > 0 for c in changes) or all(c < 0 for c in changes)
+        if one_way and all(abs(c) >= large for c in changes):
+            found["large"][key] = mean
+        if one_way and all(abs(c) >= small for c in changes):
+            found["directed"][key] = mean
+        if all(abs(c) < small for c in changes):
+            quiet.add(key)
+    return Consensus(found["large"], found["directed"], frozenset(quiet), len(common))
+
+
+def truth_spread(first: dict[Key, float], second: dict[Key, float]) -> tuple[float, float]:
+    """The median and 90th percentile of |first - second| over the queries both determined."""
+    gaps = sorted(abs(first[k] - second[k]) for k in set(first) & set(second))
+    if not gaps:
+        return float("nan"), float("nan")
+    return statistics.median(gaps), gaps[min(len(gaps) - 1, int(len(gaps) * 0.9))]

@@ -1,5 +1,6 @@
-"""bench/runs.py pair_noise: the machine-noise figure the issue 8 benchmarks print next to
-their time ratios. No servers: artifacts written here."""
+"""bench/runs.py: the machine-noise figure the issue 8 benchmarks print next to their time
+ratios, and how the known-change bench reads its ground truths. No servers: artifacts
+written here."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.runs import RunResult, pair_noise, truth_undetermined
+from bench.runs import RunResult, consensus, pair_noise, truth_spread, truth_undetermined
 from tests.test_compare_directory import write_artifacts
 
 
@@ -40,3 +41,26 @@ def test_a_truth_whose_process_sets_disagree_is_undetermined() -> None:
     assert not truth_undetermined({"diff": 0.002, "process_diffs": [-0.007, 0.014]})
     assert not truth_undetermined({"diff": -0.03, "process_diffs": [-0.049, 0.02]})
     assert not truth_undetermined({"diff": 0.05, "process_diffs": []})  # one process a side
+
+
+def test_consensus_keeps_what_every_truth_agrees_on() -> None:
+    first = {("t", 0): 0.12, ("t", 1): 0.11, ("t", 2): 0.01, ("t", 3): 0.015, ("t", 4): -0.03}
+    second = {("t", 0): 0.14, ("t", 1): 0.08, ("t", 2): -0.01, ("t", 3): 0.03, ("t", 4): -0.05}
+    second[("t", 5)] = 0.2  # determined in one truth only: not counted anywhere
+    agreed = consensus([first, second], large=0.10, small=0.02)
+    assert agreed.queries == 5
+    assert agreed.large == {("t", 0): pytest.approx(0.13)}  # t1: 8% in the second truth
+    assert agreed.small == frozenset({("t", 2)})  # t3: 3% in the second truth
+    assert set(agreed.directed) == {("t", 0), ("t", 1), ("t", 4)}
+    assert agreed.directed[("t", 4)] == pytest.approx(-0.04)
+    # opposite directions, however large, are never a consensus
+    flipped = consensus([{("t", 0): 0.2}, {("t", 0): -0.2}], large=0.10, small=0.02)
+    assert flipped.large == {} and flipped.directed == {} and flipped.small == frozenset()
+
+
+def test_truth_spread_is_the_median_and_90th_percentile_gap() -> None:
+    first = {("t", n): 0.0 for n in range(10)}
+    second = {("t", n): n / 100 for n in range(10)}
+    median, p90 = truth_spread(first, second)
+    assert median == pytest.approx(0.045) and p90 == pytest.approx(0.09)
+    assert all(math.isnan(x) for x in truth_spread(first, {}))

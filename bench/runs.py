@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from chperf.artifacts import RUNS, TESTS, read_manifest, read_table
+from compare.evidence import gather
+from compare.noise import pair_spread
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK_TESTS = REPO / "tests" / "data" / "runner_small"
@@ -97,28 +98,14 @@ def truth_undetermined(query: dict[str, Any], min_effect: float = 0.05) -> bool:
     return bool(min(diffs) < 0 < max(diffs) and max(abs(d) for d in diffs) >= min_effect)
 
 
-def pair_noise(run: RunResult, pairs: int = 7) -> float:
-    """The machine's noise while `run` ran: per query, the standard deviation of
-    ln(patched / reference) over its first `pairs` ABBA pairs (every mode runs at least
-    that many), then the median over the queries. A change shifts the log ratios but not
-    their spread, so the A/A and known-change runs are comparable. Runs of the same suite
-    back to back have measured 0.07-0.11; the mode that ran in the noisier state needs
-    more runs to settle, which its time ratio then shows."""
-    sides: dict[tuple[str, int, int], dict[str, float]] = {}
-    for row in read_table(run.out, RUNS).rows:
-        if row.client_time > 0:
-            sides.setdefault((row.test, row.query_index, row.run), {})[row.server] = row.client_time
-    ratios: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    for (test, index, number), times in sides.items():
-        if "reference" in times and "patched" in times:
-            ratio = math.log(times["patched"] / times["reference"])
-            ratios.setdefault((test, index), []).append((number, ratio))
-    spreads = [
-        statistics.pstdev([r for _, r in sorted(values)[:pairs]])
-        for values in ratios.values()
-        if len(values) >= pairs
-    ]
-    return statistics.median(spreads) if spreads else float("nan")
+def pair_noise(run: RunResult) -> float:
+    """The machine's noise while `run` ran, as compare computes it for summary.json
+    (compare/noise.py): per query, the standard deviation of ln(patched / reference) over its
+    first 7 ABBA pairs, then the median over the queries. Runs of the same suite back to
+    back have measured 0.07-0.11; the mode that ran in the noisier state needs more runs to
+    settle, which its time ratio then shows."""
+    spread = pair_spread(gather(run.out).client_time.values())
+    return float("nan") if spread is None else spread[0]
 
 
 Key = tuple[str, int]

@@ -29,6 +29,7 @@ from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather
 from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_level
 from compare.metrics import gather_metrics
+from compare.noise import machine_noise
 from compare.outputs import (
     MetricRow,
     summary_document,
@@ -123,7 +124,11 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     result = replace(result, fdr=discoveries)
     write_verdicts(out, verdicts)
     write_metrics(out, metrics)
-    extra = {"method": options.method, **_summary_extra(verdicts, discoveries, calibration)}
+    extra = {
+        "method": options.method,
+        **_summary_extra(verdicts, discoveries, calibration),
+        "noise": _noise(evidence, verdicts),
+    }
     document = summary_document(result.status, result.message, result.counts, verdicts, extra)
     write_summary(out, document)
     return result
@@ -271,6 +276,13 @@ def _summary_extra(
             "not_calibrated": sum(1 for v in measured if v.calibration != CALIBRATED),
         },
     }
+
+
+def _noise(evidence: Evidence, verdicts: Sequence[QueryVerdict]) -> dict[str, Any] | None:
+    """The machine's noise during the run (compare/noise.py), or None without 7 pairs."""
+    thresholds = [v.stats.threshold for v in verdicts if v.stats is not None]
+    noise = machine_noise(evidence.client_time, thresholds)
+    return None if noise is None else noise.as_json()
 
 
 def _smallest_p_value(verdicts: Sequence[QueryVerdict]) -> float | None:

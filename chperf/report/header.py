@@ -171,6 +171,22 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
             "on its own: its own Diff at least the minimum effect, in the same direction "
             "(summary.json process_diffs)."
         )
+    noise = inputs.summary.noise
+    if noise is not None:
+        threshold = (
+            ""
+            if noise.median_threshold is None
+            else f" The median noise threshold T over the queries is {noise.median_threshold:.1%}."
+        )
+        lines.append(
+            f"Machine noise: {noise.pair_spread:.1%}, the median over {noise.queries} queries of "
+            f"the spread (standard deviation) of ln(patched/reference) across each query's "
+            f"first {noise.pairs} pairs. The two runs of a pair share the machine's state, so "
+            "this is the noise alternation cannot cancel; a change shifts the ratios but not "
+            "their spread. The noisier the pairs, the more runs a query needs before T falls "
+            "to the minimum effect: where it did not, an unchanged query is inconclusive "
+            f"rather than equivalent.{threshold} A run on a quieter machine resolves more."
+        )
     calibration = inputs.summary.calibration
     if calibration is not None:
         lines.append(

@@ -101,6 +101,16 @@ class FdrSummary:
 
 
 @dataclass(frozen=True)
+class NoiseSummary:
+    """summary.json `noise` (compare/noise.py)."""
+
+    pair_spread: float
+    pairs: int
+    queries: int
+    median_threshold: float | None
+
+
+@dataclass(frozen=True)
 class CalibrationSummary:
     """summary.json `calibration` (issue 8)."""
 
@@ -116,6 +126,7 @@ class Summary:
     counts: tuple[tuple[str, int], ...]
     fdr: FdrSummary | None = None  # None: no FDR control, or a summary without the key
     calibration: CalibrationSummary | None = None
+    noise: NoiseSummary | None = None  # None: fewer than 7 pairs anywhere, or older summaries
 
 
 @dataclass(frozen=True)
@@ -243,7 +254,7 @@ def _read_summary(out: Path, problems: list[str], missing: list[str]) -> Summary
         counts = [(str(k), v) for k, v in raw_counts.items() if isinstance(v, int)]
     else:
         problems.append(f"{SUMMARY_FILE}: 'counts' is missing or not an object")
-    return Summary(status, message, tuple(counts), _fdr(data), _calibration(data))
+    return Summary(status, message, tuple(counts), _fdr(data), _calibration(data), _noise(data))
 
 
 def _fdr(data: dict[str, Any]) -> FdrSummary | None:
@@ -277,6 +288,17 @@ def _calibration(data: dict[str, Any]) -> CalibrationSummary | None:
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _noise(data: dict[str, Any]) -> NoiseSummary | None:
+    raw = data.get("noise")
+    if not isinstance(raw, dict):
+        return None
+    spread = _optional_float(raw.get("pair_spread"))
+    pairs, queries = raw.get("pairs"), raw.get("queries")
+    if spread is None or not isinstance(pairs, int) or not isinstance(queries, int):
+        return None
+    return NoiseSummary(spread, pairs, queries, _optional_float(raw.get("median_threshold")))
 
 
 def _profiles(out: Path, manifest: dict[str, Any], problems: list[str]) -> tuple[Profile, ...]:

@@ -102,7 +102,7 @@ def pair_noise(run: RunResult) -> float:
     """The machine's noise while `run` ran, as compare computes it for summary.json
     (compare/noise.py): per query, the standard deviation of ln(patched / reference) over its
     first 7 ABBA pairs, then the median over the queries. Runs of the same suite back to
-    back have measured 0.07-0.11; the mode that ran in the noisier state needs more runs to
+    back have measured 0.04-0.12; the mode that ran in the noisier state needs more runs to
     settle, which its time ratio then shows."""
     spread = pair_spread(gather(run.out).client_time.values())
     return float("nan") if spread is None else spread[0]

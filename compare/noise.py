@@ -10,7 +10,7 @@ figure means the same in an A/A run and with a real change. Every mode runs at l
 The median over the queries keeps a few disturbed queries from moving it.
 
 Measured on this project's 2-core VM with the same suite (bench/bench_known_change.py):
-0.04-0.05 in quiet hours, 0.08-0.10 in noisy ones; the queries' CPU time is as noisy as
+0.04-0.05 in quiet hours, 0.08-0.12 in noisy ones; the queries' CPU time is as noisy as
 their wall time there, so it is the CPU running slower, not waiting for it.
 """
 

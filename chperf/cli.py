@@ -116,6 +116,15 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         help="server processes per side; runs alternate between them in blocks of two, and a "
         f"change must show on each (default {RunOptions.processes}; 1: one process a side)",
     )
+    p.add_argument(
+        "--pin-cpu",
+        type=_cpu_list,
+        default=(),
+        metavar="CPUS",
+        help="run every server only on these CPUs, e.g. 1 or 0,1 (default: any). Both servers "
+        "of a pair then share a CPU, so a host slowing one vCPU hits both alike; for "
+        "single-threaded queries (max_threads 1)",
+    )
     p.add_argument("--min-runs", type=_positive_int, default=None, help="adaptive: minimum")
     p.add_argument("--max-runs", type=_positive_int, default=None, help="adaptive: maximum")
     profile = p.add_mutually_exclusive_group()
@@ -137,6 +146,21 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 def _add_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", type=Path)
     _add_compare_options(p)
+
+
+def _cpu_list(text: str) -> tuple[int, ...]:
+    """Comma-separated CPU numbers, each one this process may run on."""
+    allowed = os.sched_getaffinity(0)
+    try:
+        cpus = tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: expected CPU numbers, e.g. 1 or 0,1") from None
+    if not set(cpus) <= allowed:
+        raise argparse.ArgumentTypeError(
+            f"{text}: CPU {min(set(cpus) - allowed)} is not available here "
+            f"(available: {','.join(map(str, sorted(allowed)))})"
+        )
+    return cpus
 
 
 def _fdr_level(text: str) -> float:
@@ -191,8 +215,8 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         validate_overlay(overlay)
     compare = _compare_options(args)
     return RunOptions(
-        reference=ServerSpec("reference", reference, tuple(args.reference_config)),
-        patched=ServerSpec("patched", patched, tuple(args.patched_config)),
+        reference=ServerSpec("reference", reference, tuple(args.reference_config), args.pin_cpu),
+        patched=ServerSpec("patched", patched, tuple(args.patched_config), args.pin_cpu),
         tests=tuple(args.tests or [default_tests_dir()]),
         out=args.out,
         test_names=frozenset(args.test),

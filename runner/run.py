@@ -100,6 +100,7 @@ class RunOptions:
             "query_indices": sorted(self.query_indices),
             "runs": self.runs if self.stop_rule is None else "adaptive",
             "processes": self.processes,
+            "pin_cpus": list(self.reference.cpus),
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
             "adaptive": (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import os
 import signal
@@ -29,6 +30,7 @@ class ServerSpec:
     side: str  # reference or patched
     binary: Path
     overlays: tuple[Path, ...] = ()
+    cpus: tuple[int, ...] = ()  # the CPUs the server may run on (--pin-cpu); (): any
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,14 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel kills the server if chperf itself dies."""
+def _prepare_child(cpus: tuple[int, ...]) -> None:
+    """Runs in the child before exec: the kernel kills the server if chperf itself dies, and
+    with --pin-cpu the server and every thread it starts run only on `cpus`."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
 
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -177,7 +182,7 @@ class ServerProcess:
                 stdout=err,
                 stderr=err,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # started from the main thread only
+                preexec_fn=functools.partial(_prepare_child, self.spec.cpus),  # main thread only
             )
 
     def is_alive(self) -> bool:

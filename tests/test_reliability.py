@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -262,3 +263,35 @@ def test_bad_tests_are_recorded_with_file_and_line_while_the_rest_runs(
     for where in ("malformed.xml:4:", "unknown_placeholder.xml:8:", "empty_values.xml:5:",
                   "duplicate test name", "setup_fails_on_patched.xml:5:"):  # fmt: skip
         assert where in problems, where
+
+
+def test_pinned_servers_and_every_thread_they_start_run_only_on_the_given_cpu(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    process, out, _ = start_run(
+        tmp_path, server_binary, "several.xml", "--runs", "500", "--pin-cpu", str(cpu)
+    )
+    wait_for(lambda: servers_started(out) and run_rows(out) >= 10)
+    processes = manifest(out)["processes"]
+    assert isinstance(processes, list) and len(processes) == 2
+    pids = [int(info["pid"]) for pair in processes for info in pair.values()]
+    threads = {pid: list(Path(f"/proc/{pid}/task").iterdir()) for pid in pids}
+    assert all(len(tasks) > 5 for tasks in threads.values())  # a server's thread pools
+    for tasks in threads.values():
+        for task in tasks:
+            with contextlib.suppress(FileNotFoundError):  # a thread may end meanwhile
+                assert os.sched_getaffinity(int(task.name)) == {cpu}, task
+    options = manifest(out)["options"]
+    assert isinstance(options, dict) and options["pin_cpus"] == [cpu]
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=120)
+    assert process.returncode == 143
+
+
+def test_a_cpu_this_machine_lacks_is_a_usage_error(tmp_path: Path) -> None:
+    missing = max(os.sched_getaffinity(0)) + 1
+    result = run_chperf(["run", "--pin-cpu", f"0,{missing}", "--out", str(tmp_path / "out")])
+    assert result.returncode == 2
+    assert f"CPU {missing} is not available here" in result.stderr
+    assert run_chperf(["run", "--pin-cpu", "one"]).returncode == 2

@@ -40,9 +40,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/chperf-bench-aa"))
     parser.add_argument("--binary", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="the small smoke suite")
+    parser.add_argument("--pin-cpu", default=None, metavar="CPUS", help="chperf run --pin-cpu")
     args = parser.parse_args()
     tests = QUICK_TESTS if args.quick else args.tests
     extra = ["--aa"] + (["--reference", str(args.binary)] if args.binary else [])
+    extra += ["--pin-cpu", args.pin_cpu] if args.pin_cpu else []
     result = chperf_run(args.out, tests, extra)
     counts = result.summary["counts"]
     measured = sum(counts[v] for v in (*CHANGED, "unstable", "unchanged"))

@@ -19,7 +19,7 @@ below 2% in every truth.
 
 Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
                                                    [--reuse-truth | --rescore]
-                                                   [--also-truth DIR ...]
+                                                   [--also-truth DIR ...] [--pin-cpu CPUS]
   --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
 """
 
@@ -78,11 +78,15 @@ def main() -> None:
         action="store_true",
         help="judge all three runs of OUT again, measuring nothing (implies --reuse-truth)",
     )
+    parser.add_argument(
+        "--pin-cpu", default=None, metavar="CPUS", help="chperf run --pin-cpu, for every run made"
+    )
     args = parser.parse_args()
     args.reuse_truth = args.reuse_truth or args.rescore
     tests = QUICK_TESTS if args.quick else args.tests
     truth_runs = 11 if args.quick else args.truth_runs
     overlay = ["--patched-config", str(OVERLAY)]
+    overlay += ["--pin-cpu", args.pin_cpu] if args.pin_cpu else []
     if args.reuse_truth:
         truth_run = existing_run(args.out / "truth")
     else:

@@ -103,7 +103,6 @@ def main() -> None:
         sets = ", ".join(f"{d:+.1%}" for d in q["process_diffs"])
         print(f"left out: {k[0]} #{k[1]}: the truth's process sets disagree ({sets}; D "
               f"{q['diff']:+.1%})")  # fmt: skip
-        truth.pop(k, None)
     others = [_true_changes(existing_run(d)) for d in args.also_truth]
     if missing := set(adaptive.verdicts()) - set(truth_run.verdicts()):
         print(f"warning: the truth run lacks {len(missing)} of the queries measured here")
@@ -138,12 +137,9 @@ def _print_consensus(
 ) -> None:
     for path, other in zip(paths, others, strict=True):
         median, p90 = truth_spread(truth, other)
-        apart = sum(1 for k in set(truth) & set(other) if abs(truth[k] - other[k]) > 0.04)
-        crossing = sum(
-            1
-            for k in set(truth) & set(other)
-            if (abs(truth[k]) >= LARGE) != (abs(other[k]) >= LARGE)
-        )
+        shared = set(truth) & set(other)
+        apart = sum(1 for k in shared if abs(truth[k] - other[k]) > 0.04)
+        crossing = sum(1 for k in shared if (abs(truth[k]) >= LARGE) != (abs(other[k]) >= LARGE))
         print(f"truth vs {path}: |difference| median {median:.1%}, 90th percentile {p90:.1%}; "
               f"{apart} queries more than 4 points apart, {crossing} on opposite sides of "
               f"{LARGE:.0%}")  # fmt: skip

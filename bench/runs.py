@@ -114,8 +114,8 @@ Key = tuple[str, int]
 @dataclass(frozen=True)
 class Consensus:
     """What several independent long truths of the same change agree on. Two 41-run truths
-    of the max_block_size overlay, hours apart, differ by more than 4 points on 15-25 of 151
-    queries (90th percentile of |difference| 4-4.6 points) and put 5-7 queries on opposite
+    of the max_block_size overlay, hours apart, differ by more than 4 points on 11-25 of 151
+    queries (90th percentile of |difference| 3.8-4.6 points) and put 4-7 queries on opposite
     sides of 10%: one truth alone mislabels some queries the bar counts."""
 
     large: dict[Key, float]  # |change| >= `large` in every truth, one direction: the mean
@@ -127,19 +127,20 @@ class Consensus:
 def consensus(truths: list[dict[Key, float]], large: float, small: float) -> Consensus:
     """`truths`: per truth, the true change of each query it determined."""
     common = set(truths[0]).intersection(*truths[1:]) if truths else set()
-    found: dict[str, dict[Key, float]] = {"large": {}, "directed": {}}
+    big: dict[Key, float] = {}
+    directed: dict[Key, float] = {}
     quiet = set()
     for key in common:
         changes = [truth[key] for truth in truths]
-        mean = sum(changes) / len(changes)
+        smallest = min(abs(c) for c in changes)
         one_way = all(c > 0 for c in changes) or all(c < 0 for c in changes)
-        if one_way and all(abs(c) >= large for c in changes):
-            found["large"][key] = mean
-        if one_way and all(abs(c) >= small for c in changes):
-            found["directed"][key] = mean
-        if all(abs(c) < small for c in changes):
+        if one_way and smallest >= small:
+            directed[key] = sum(changes) / len(changes)
+            if smallest >= large:
+                big[key] = directed[key]
+        if max(abs(c) for c in changes) < small:
             quiet.add(key)
-    return Consensus(found["large"], found["directed"], frozenset(quiet), len(common))
+    return Consensus(big, directed, frozenset(quiet), len(common))
 
 
 def truth_spread(first: dict[Key, float], second: dict[Key, float]) -> tuple[float, float]:

@@ -68,6 +68,7 @@ def main() -> None:
         f"query at the same per-query pace; machine noise {pair_noise(result):.3f}: the median "
         f"sd of ln(patched/reference) over each query's first 7 pairs)"
     )
+    print(f"servers: {result.placement()}")
     print("slowest tests: " + ", ".join(f"{t} {s:.1f} s" for t, s in slowest_tests(args.out, 5)))
     _print_calibration(args.out / CALIBRATION_FILE)
 

@@ -230,6 +230,7 @@ def _print_time(adaptive: RunResult, fixed: RunResult) -> None:
         f"7 pairs): adaptive {pair_noise(adaptive):.3f}, fixed 15 {pair_noise(fixed):.3f}; "
         f"the time ratio compares like with like only when these are close"
     )
+    print(f"servers: adaptive {adaptive.placement()}; fixed 15 {fixed.placement()}")
 
 
 def _print_agreement(adaptive: RunResult, fixed: RunResult, truth: dict[Key, float]) -> None:

@@ -32,6 +32,11 @@ class RunResult:
     def verdicts(self) -> dict[tuple[str, int], dict[str, Any]]:
         return {(q["test"], q["query_index"]): q for q in self.summary["queries"]}
 
+    def placement(self) -> str:
+        """run.json options.pin: where the servers ran (--pin-cpu), in words."""
+        options = read_manifest(self.out).get("options") or {}
+        return str(options.get("pin") or f"pin_cpus {options.get('pin_cpus') or 'none'}")
+
 
 def chperf_run(out: Path, tests: Path, extra: list[str]) -> RunResult:
     command = [sys.executable, "-m", "chperf", "run", "--tests", str(tests), "--out", str(out),

@@ -19,6 +19,7 @@ from compare.compare import CompareOptions, compare_directory
 from compare.fdr import FDR_Q
 from compare.paired import METHODS, PAIRED
 from compare.verdict import Thresholds
+from runner import pinning
 from runner.profiler import ProfileOptions
 from runner.run import RunOptions, run
 from runner.server import ServerSpec
@@ -118,12 +119,12 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--pin-cpu",
-        type=_cpu_list,
-        default=(),
+        type=_pin_request,
+        default=pinning.AUTO,
         metavar="CPUS",
-        help="run every server only on these CPUs, e.g. 1 or 0,1 (default: any). Both servers "
-        "of a pair then share a CPU, so a host slowing one vCPU hits both alike; for "
-        "single-threaded queries (max_threads 1)",
+        help="auto (default): when every test runs with max_threads 1, all servers share the "
+        "highest CPU, so both servers of a pair go through whatever that vCPU does; none: any "
+        "CPU; or CPU numbers, e.g. 1 or 0,1 (runner/pinning.py)",
     )
     p.add_argument("--min-runs", type=_positive_int, default=None, help="adaptive: minimum")
     p.add_argument("--max-runs", type=_positive_int, default=None, help="adaptive: maximum")
@@ -148,13 +149,17 @@ def _add_compare(p: argparse.ArgumentParser) -> None:
     _add_compare_options(p)
 
 
-def _cpu_list(text: str) -> tuple[int, ...]:
-    """Comma-separated CPU numbers, each one this process may run on."""
+def _pin_request(text: str) -> pinning.PinRequest:
+    """auto, none, or comma-separated CPU numbers, each one this process may run on."""
+    if text in (pinning.AUTO, pinning.NONE):
+        return text
     allowed = os.sched_getaffinity(0)
     try:
         cpus = tuple(sorted({int(part) for part in text.split(",")}))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text}: expected CPU numbers, e.g. 1 or 0,1") from None
+        raise argparse.ArgumentTypeError(
+            f"{text}: expected auto, none or CPU numbers, e.g. 1 or 0,1"
+        ) from None
     if not set(cpus) <= allowed:
         raise argparse.ArgumentTypeError(
             f"{text}: CPU {min(set(cpus) - allowed)} is not available here "
@@ -215,8 +220,8 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         validate_overlay(overlay)
     compare = _compare_options(args)
     return RunOptions(
-        reference=ServerSpec("reference", reference, tuple(args.reference_config), args.pin_cpu),
-        patched=ServerSpec("patched", patched, tuple(args.patched_config), args.pin_cpu),
+        reference=ServerSpec("reference", reference, tuple(args.reference_config)),
+        patched=ServerSpec("patched", patched, tuple(args.patched_config)),
         tests=tuple(args.tests or [default_tests_dir()]),
         out=args.out,
         test_names=frozenset(args.test),
@@ -238,6 +243,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         force=args.force,
         shard=args.shard,
         shard_weights=cli_scaleout.shard_weights(args.shard, args.shard_weights),
+        pin=args.pin_cpu,
     )
 
 

@@ -41,6 +41,11 @@ from runner.shard import Shard
 STAGE_MERGE = "merge"  # errors.tsv stage of a problem found while merging
 # Options that differ between the shards of one check by design.
 SHARD_OPTIONS = ("shard", "shard_weights")
+# Where each shard's servers ran (--pin-cpu auto resolves per shard, against its own tests
+# and machine): every query compares two servers of one shard, placed alike, so shards may
+# differ here. The merged options keep the placement if all shards agree, else None; each
+# shard's own is in its `shards` entry.
+PLACEMENT_OPTIONS = ("pin_cpus", "pin")
 # Outputs of later stages: recomputed on the merged run, never copied from a shard.
 DERIVED_FILES = frozenset(
     {"verdicts.tsv", "metrics.tsv", "summary.json", "report.html", "status.json", "summary.md"}
@@ -145,9 +150,14 @@ def _check_same_options(first: ShardRun, other: ShardRun) -> None:
 
 def _comparable_options(manifest: dict[str, Any]) -> dict[str, Any]:
     options = dict(manifest.get("options") or {})
-    for key in SHARD_OPTIONS:
+    for key in (*SHARD_OPTIONS, *PLACEMENT_OPTIONS):
         options.pop(key, None)
     return options
+
+
+def _placement(manifest: dict[str, Any]) -> dict[str, Any]:
+    options = manifest.get("options") or {}
+    return {key: options.get(key) for key in PLACEMENT_OPTIONS}
 
 
 # --- writing the merged run -------------------------------------------------------------------
@@ -230,6 +240,10 @@ def merged_manifest(shards: Sequence[ShardRun]) -> dict[str, Any]:
     options = _comparable_options(first)
     options["shard"] = None
     options["shard_weights"] = first.get("options", {}).get("shard_weights")
+    placements = [_placement(s.manifest) for s in shards]
+    for key in PLACEMENT_OPTIONS:
+        values = [p[key] for p in placements]
+        options[key] = values[0] if all(v == values[0] for v in values) else None
     starts = [str(s.manifest.get("start_time") or "") for s in shards]
     ends = [str(s.manifest.get("end_time") or "") for s in shards]
     return {
@@ -263,6 +277,7 @@ def _shard_entry(shard: ShardRun) -> dict[str, Any]:
         "end_time": m.get("end_time"),
         "duration_seconds": m.get("duration_seconds"),
         "machine": m.get("machine", {}),
+        **_placement(m),
         "servers": {
             side: {k: info.get(k) for k in ("version", "sha256", "pid", "restarts")}
             for side, info in (m.get("servers") or {}).items()

@@ -36,6 +36,8 @@ from runner.executor import HttpExecutor, QueryOutcome
 from runner.interim import InterimJudge
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers, samples_of
+from runner.pinning import AUTO, Pinning, PinRequest
+from runner.pinning import resolve as resolve_pinning
 from runner.profiler import ProfileOptions, Profiler
 from runner.progress import Progress
 from runner.server import ServerSpec
@@ -92,6 +94,8 @@ class RunOptions:
     force: bool = False
     shard: Shard | None = None  # None: every test
     shard_weights: ShardWeights | None = None
+    pin: PinRequest = AUTO  # --pin-cpu; `run` resolves it into the server specs' cpus
+    pinning: Pinning | None = None  # how `pin` was resolved (set by `run`)
 
     def manifest_options(self) -> dict[str, object]:
         return {
@@ -101,6 +105,7 @@ class RunOptions:
             "runs": self.runs if self.stop_rule is None else "adaptive",
             "processes": self.processes,
             "pin_cpus": list(self.reference.cpus),
+            "pin": self.pinning.reason if self.pinning else None,
             "long": self.long,
             "max_query_seconds": self.max_query_seconds,
             "adaptive": (
@@ -496,6 +501,19 @@ def _optimize(
     return executor.execute(sql, qid, settings)
 
 
+def pinned(options: RunOptions, loaded: LoadedTests) -> RunOptions:
+    """Resolve --pin-cpu against the selected tests (runner/pinning.py) into both sides'
+    server specs, and say what was decided."""
+    pinning = resolve_pinning(options.pin, loaded.tests, os.sched_getaffinity(0))
+    print(f"chperf: servers {pinning.reason}", file=sys.stderr)
+    return dataclasses.replace(
+        options,
+        reference=dataclasses.replace(options.reference, cpus=pinning.cpus),
+        patched=dataclasses.replace(options.patched, cpus=pinning.cpus),
+        pinning=pinning,
+    )
+
+
 def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = None) -> Run:
     """Validate everything that can be validated, then run. Raises ChperfError early."""
     prepare_out_dir(options.out, options.force)
@@ -512,6 +530,7 @@ def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = N
             "no tests selected",
             hint="check --tests and --test; test files are *.xml in ClickHouse's format",
         )
+    options = pinned(options, loaded)
     current = Run(options, loaded)
     current.execute()
     return current

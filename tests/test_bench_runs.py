@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.runs import RunResult, consensus, pair_noise, truth_spread, truth_undetermined
+from chperf.artifacts import write_manifest
 from tests.test_compare_directory import write_artifacts
 
 
@@ -64,3 +65,13 @@ def test_truth_spread_is_the_median_and_90th_percentile_gap() -> None:
     median, p90 = truth_spread(first, second)
     assert median == pytest.approx(0.045) and p90 == pytest.approx(0.09)
     assert all(math.isnan(x) for x in truth_spread(first, {}))
+
+
+def test_placement_is_what_run_json_says(tmp_path: Path) -> None:
+    result = RunResult(tmp_path, 0, 0.0, 0.0, 0.0, {})
+    write_manifest(tmp_path, {"options": {"pin_cpus": [1], "pin": "pinned to CPU 1: why"}})
+    assert result.placement() == "pinned to CPU 1: why"
+    write_manifest(tmp_path, {"options": {"pin_cpus": [0, 1]}})  # written before options.pin
+    assert result.placement() == "pin_cpus [0, 1]"
+    write_manifest(tmp_path, {"options": {}})
+    assert result.placement() == "pin_cpus none"

@@ -89,6 +89,28 @@ def test_merge_refuses_shards_of_different_binaries(runs: Path, tmp_path: Path) 
     assert "different patched servers: sha256" in result.stderr
 
 
+def test_shards_placed_on_different_cpus_merge_and_each_keeps_its_placement(
+    runs: Path, tmp_path: Path
+) -> None:
+    """--pin-cpu resolves per shard (auto: against the shard's own tests and machine)."""
+    other = tmp_path / "shard2"
+    shutil.copytree(runs / "shard2", other)
+    manifest = json.loads((other / "run.json").read_text())
+    first = json.loads((runs / "shard1" / "run.json").read_text())["options"]
+    assert first["pin_cpus"] != [0]
+    manifest["options"]["pin_cpus"] = [0]
+    manifest["options"]["pin"] = "pinned to CPU 0 (--pin-cpu 0)"
+    (other / "run.json").write_text(json.dumps(manifest))
+    merged = tmp_path / "m"
+    result = run_chperf(["merge", str(runs / "shard1"), str(other), "--out", str(merged)])
+    assert result.returncode in (0, 1), result.stderr
+    written = json.loads((merged / "run.json").read_text())
+    assert written["options"]["pin_cpus"] is None
+    assert written["options"]["pin"] is None
+    assert [s["pin"] for s in written["shards"]] == [first["pin"], manifest["options"]["pin"]]
+    assert [s["pin_cpus"] for s in written["shards"]] == [first["pin_cpus"], [0]]
+
+
 def test_merge_refuses_shards_run_with_different_options(runs: Path, tmp_path: Path) -> None:
     other = tmp_path / "shard2"
     shutil.copytree(runs / "shard2", other)

@@ -265,13 +265,26 @@ def test_bad_tests_are_recorded_with_file_and_line_while_the_rest_runs(
         assert where in problems, where
 
 
-def test_pinned_servers_and_every_thread_they_start_run_only_on_the_given_cpu(
-    tmp_path: Path, server_binary: Path
+ALL_CPUS = frozenset(os.sched_getaffinity(0))
+LAST_CPU = max(ALL_CPUS)
+
+
+@pytest.mark.parametrize(
+    ("test", "extra", "cpus", "reason"),
+    [
+        ("several.xml", ["--pin-cpu", str(LAST_CPU)], {LAST_CPU}, f"--pin-cpu {LAST_CPU}"),
+        ("single_threaded.xml", [], {LAST_CPU}, "every test runs with max_threads 1"),
+        ("several.xml", [], ALL_CPUS, "does not set max_threads 1"),
+        ("single_threaded.xml", ["--pin-cpu", "none"], ALL_CPUS, "--pin-cpu none"),
+    ],
+    ids=["explicit", "auto-single-threaded", "auto-max-threads-unset", "none"],
+)
+def test_servers_and_every_thread_they_start_run_only_on_the_pinned_cpus(
+    tmp_path: Path, server_binary: Path, test: str, extra: list[str], cpus: set[int], reason: str
 ) -> None:
-    cpu = max(os.sched_getaffinity(0))
-    process, out, _ = start_run(
-        tmp_path, server_binary, "several.xml", "--runs", "500", "--pin-cpu", str(cpu)
-    )
+    if len(ALL_CPUS) < 2:
+        pytest.skip("pinning needs a machine that gives chperf two CPUs")
+    process, out, _ = start_run(tmp_path, server_binary, test, "--runs", "500", *extra)
     wait_for(lambda: servers_started(out) and run_rows(out) >= 10)
     processes = manifest(out)["processes"]
     assert isinstance(processes, list) and len(processes) == 2
@@ -281,12 +294,16 @@ def test_pinned_servers_and_every_thread_they_start_run_only_on_the_given_cpu(
     for tasks in threads.values():
         for task in tasks:
             with contextlib.suppress(FileNotFoundError):  # a thread may end meanwhile
-                assert os.sched_getaffinity(int(task.name)) == {cpu}, task
+                assert os.sched_getaffinity(int(task.name)) == cpus, task
     options = manifest(out)["options"]
-    assert isinstance(options, dict) and options["pin_cpus"] == [cpu]
+    assert isinstance(options, dict)
+    pinned = sorted(cpus) if cpus != ALL_CPUS else []
+    assert options["pin_cpus"] == pinned
+    assert reason in str(options["pin"])
     process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=120)
+    _, stderr = process.communicate(timeout=120)
     assert process.returncode == 143
+    assert f"chperf: servers {options['pin']}" in stderr
 
 
 def test_a_cpu_this_machine_lacks_is_a_usage_error(tmp_path: Path) -> None:
@@ -294,4 +311,6 @@ def test_a_cpu_this_machine_lacks_is_a_usage_error(tmp_path: Path) -> None:
     result = run_chperf(["run", "--pin-cpu", f"0,{missing}", "--out", str(tmp_path / "out")])
     assert result.returncode == 2
     assert f"CPU {missing} is not available here" in result.stderr
-    assert run_chperf(["run", "--pin-cpu", "one"]).returncode == 2
+    unknown = run_chperf(["run", "--pin-cpu", "one"])
+    assert unknown.returncode == 2
+    assert "expected auto, none or CPU numbers" in unknown.stderr

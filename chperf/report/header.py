@@ -171,6 +171,13 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
             "on its own: its own Diff at least the minimum effect, in the same direction "
             "(summary.json process_diffs)."
         )
+    pin = options.get("pin") if isinstance(options, dict) else None
+    if isinstance(pin, str) and pin:
+        lines.append(
+            f"CPU placement: the servers were {pin}. On a VM the host can slow one vCPU at a "
+            "time for seconds; two servers on different vCPUs then differ for as long as "
+            "that lasts, and the pair's two runs stop being exchangeable (runner/pinning.py)."
+        )
     noise = inputs.summary.noise
     if noise is not None:
         threshold = (

@@ -23,7 +23,7 @@ def stats(diff: float, threshold: float, p_value: float = 0.5) -> SeriesStats:
         (25, 1.0, stats(0.06, 0.2), True, "reached 25 runs"),
         (10, 31.0, stats(0.06, 0.2), True, "time budget"),
         (8, 1.0, None, False, "no statistics"),
-        (8, 1.0, stats(0.02, 0.08), False, "above the target"),
+        (8, 1.0, stats(0.045, 0.08), False, "above the target"),
         (8, 1.0, stats(0.01, 0.04), True, "settled"),
         (8, 1.0, stats(0.06, 0.04), False, "within T/2 of the minimum effect"),
         (8, 1.0, stats(-0.20, 0.04), True, "settled"),
@@ -96,22 +96,45 @@ def test_the_defaults_look_after_every_run_from_7_to_the_cap_not_while_extended(
 
 
 @pytest.mark.parametrize(
-    ("diff", "threshold", "stop"),
+    ("runs", "diff", "threshold", "stop"),
     [
-        (0.01, 0.06, True),  # 1% + 3% < 5%: no move by T/2 makes it a change
-        (-0.02, 0.05001, True),
-        (0.025, 0.06, False),  # 2.5% + 3% reaches the minimum effect: run on
-        (0.0, 0.10, False),  # T at the unstable threshold: run on, more runs may bring it below
-        (0.07, 0.08, False),  # looks changed
+        # At 9 of 25 runs: T at 25 runs is 0.6 T, D's spread there 0.48 T / 2.576 = 0.186 T.
+        # A change then needs |D| >= max(0.6 T, 5%); futile when |D| + 1.2816 * 0.186 T is
+        # below that.
+        (9, 0.01, 0.06, True),  # 1% + 1.43% < 5%
+        (9, -0.02, 0.05001, True),  # 2% + 1.19% < 5%
+        (9, 0.035, 0.06, True),  # 3.5% + 1.43% = 4.93%: just below 5%
+        (9, 0.04, 0.06, False),  # 4% + 1.43% reaches the minimum effect: run on
+        (9, 0.02, 0.095, True),  # need 5.7% (T at 25 runs): 2% + 2.26% is below it
+        (9, 0.04, 0.095, False),  # 4% + 2.26% reaches 5.7%: run on
+        (9, 0.0, 0.10, False),  # T at the unstable threshold: run on, it may come below
+        (9, 0.07, 0.08, False),  # |D| above the minimum effect: never futile
+        # At 20 runs T at 25 is 0.894 T and the spread 0.4 * 0.07 / 2.576 = 1.09%:
+        (20, 0.035, 0.07, True),  # 3.5% + 1.39% < 6.26%
+        (20, 0.05, 0.07, False),  # 5% + 1.39% reaches 6.26%
     ],
 )
-def test_a_query_above_the_target_settles_when_neither_change_nor_instability_is_in_reach(
-    diff: float, threshold: float, stop: bool
+def test_a_query_above_the_target_settles_when_a_change_is_out_of_reach(
+    runs: int, diff: float, threshold: float, stop: bool
 ) -> None:
-    decision = should_stop(RULE, 9, 1.0, stats(diff, threshold))
+    decision = should_stop(RULE, runs, 1.0, stats(diff, threshold))
     assert decision.stop is stop
-    assert ("above the target" in decision.reason) is True
-    assert should_stop(StopRule(futility=False), 9, 1.0, stats(diff, threshold)).stop is False
+    assert "above the target" in decision.reason
+    assert ("out of reach" in decision.reason) is stop
+    assert should_stop(StopRule(futility=False), runs, 1.0, stats(diff, threshold)).stop is False
+
+
+def test_futility_uses_the_spread_of_the_runs_still_to_come() -> None:
+    # D 3%, T 7%: the need is the 5% minimum effect until T at 25 runs exceeds it. Early on
+    # the remaining runs could still move D by enough; near the cap they could not.
+    series = stats(0.03, 0.07)
+    early = should_stop(RULE, 7, 1.0, series)
+    late = should_stop(RULE, 24, 1.0, series)
+    assert early.stop  # 3% + 1.2816 * 0.07 / 2.576 * sqrt(7 * 18) / 25 = 3.78% < 5%
+    series = stats(0.04, 0.07)
+    assert not should_stop(RULE, 12, 1.0, series).stop  # 4% + 1.74% > 5%
+    assert should_stop(RULE, 24, 1.0, series).stop  # 4% + 0.68% < max(6.86%, 5%)
+    assert "out of reach" in late.reason
 
 
 def test_a_sure_discovery_settles_even_while_t_is_above_the_target() -> None:

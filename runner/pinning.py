@@ -7,8 +7,9 @@ Pinned to one CPU, the two servers of a pair share whatever that CPU goes throug
 
 `auto` (the default) pins every server to one CPU, the highest this process may use, when
 that cannot change what a query measures: every selected test runs its queries with
-`max_threads` 1, and the machine gives chperf at least two CPUs (the others keep chperf's
-client and the OS off the servers' CPU most of the time). A test with several threads would
+`max_threads` 1, and the machine gives chperf at least two CPUs (chperf's client, chDB and
+the OS are not pinned: the scheduler may put them on any CPU, the servers' included; whether
+keeping them off it helps is not measured). A test with several threads would
 run them all on one CPU, so then nothing is pinned, and run.json says which test decided.
 """
 

@@ -45,6 +45,13 @@ query's client times decide whether more runs can still change its verdict:
    Without this, a lone change would stop at 7 runs, where no p-value can be below 0.0156
    (paired; 0.0117 pooled), and compare's BH step would then drop it (see
    compare/FORMATS.md, "False-discovery control").
+   A query stops this way only when compare's per-query rule holds too (`significant`: for
+   the paired method |D| >= T and p <= 1%): with more than 0.01 m / q discoveries (30 of 151
+   queries at q = 0.05) the discovery level passes 1%, and a query stopped at, say, p 0.03
+   would be a BH discovery that compare still calls "unchanged, not significant".
+   bench/inject_change.py found it: with a +10% change injected into every query, 60 of 151
+   stopped that way. Outside rule 4 too, a query that looks changed but is not yet
+   significant runs on instead of settling (with --fdr off it would settle as unchanged).
 5. At `max_runs`, a query whose T is above the unstable threshold (default 10%) but close
    enough that `extended_runs` (1.6 x max_runs: 40) would bring it below, assuming T shrinks
    like 1/sqrt(runs), is extended: it runs on to `extended_runs` (or its time budget), with
@@ -163,6 +170,7 @@ def should_stop(
     if (
         looks_changed
         and rule.fdr_q is not None
+        and stats.significant
         and stats.p_value <= discovery_level(rule, discoveries)
     ):
         # Rule 4 settles a change whatever T is: its p-value already makes it a discovery.
@@ -188,6 +196,11 @@ def should_stop(
                 f"at {rule.max_runs} runs",
             )
         return StopDecision(False, f"|D| within T/2 of the minimum effect {rule.min_effect:.1%}")
+    if looks_changed and not stats.significant:
+        # compare's per-query rule also needs the p-value (paired: at most 1%): settling now
+        # would report "unchanged, not significant" for what looks like a change
+        figures = f"D {stats.diff:+.1%}, p {stats.p_value:.2g}"
+        return StopDecision(False, f"looks changed, not yet significant ({figures})")
     if looks_changed and rule.fdr_q is not None:
         level = discovery_level(rule, discoveries)
         figures = f"D {stats.diff:+.1%}, p {stats.p_value:.2g}, discovery level {level:.2g}"

@@ -145,6 +145,40 @@ def test_a_sure_discovery_settles_even_while_t_is_above_the_target() -> None:
     assert not waiting.stop
 
 
+def paired(diff: float, threshold: float, p_value: float) -> SeriesStats:
+    """Paired statistics: significant as paired.sql has it, |D| >= T and p <= 1%."""
+    import dataclasses
+
+    return dataclasses.replace(
+        stats(diff, threshold, p_value),
+        method="paired",
+        paired_significant=abs(diff) >= threshold and p_value <= 0.01,
+    )
+
+
+def test_a_discovery_also_needs_compare_s_per_query_significance() -> None:
+    # 100 of 151 queries already stopped as changed: the discovery level is 101 * 0.05 / 151
+    # = 0.033. A query at p 0.03 is a BH discovery but not significant at 1%: compare would
+    # call it unchanged, so it must run on until its p-value is at most 1%.
+    rule = StopRule(fdr_q=0.05, queries=151)
+    waiting = should_stop(rule, 9, 1.0, paired(0.12, 0.04, p_value=0.03), discoveries=100)
+    assert not waiting.stop
+    assert "not yet significant" in waiting.reason
+    settled = should_stop(rule, 9, 1.0, paired(0.12, 0.04, p_value=0.0078), discoveries=100)
+    assert settled.stop and settled.discovery
+    # T above the target: rule 4 settles a change whatever T is, but not at p 0.03 either
+    assert not should_stop(rule, 9, 1.0, paired(0.12, 0.08, p_value=0.03), discoveries=100).stop
+    assert should_stop(rule, 9, 1.0, paired(0.12, 0.08, p_value=0.0078), discoveries=100).stop
+
+
+def test_without_fdr_a_change_not_yet_significant_runs_on() -> None:
+    # D +20%, T 4%, p 0.0156 (7 pairs: the smallest paired p-value): settling would leave
+    # compare's verdict "unchanged, not significant"
+    decision = should_stop(RULE, 7, 1.0, paired(0.2, 0.04, p_value=0.0156))
+    assert not decision.stop and "not yet significant" in decision.reason
+    assert should_stop(RULE, 8, 1.0, paired(0.2, 0.04, p_value=0.0078)).stop
+
+
 def test_a_change_seen_on_one_server_process_only_is_not_a_discovery() -> None:
     import dataclasses
 

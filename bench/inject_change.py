@@ -1,0 +1,195 @@
+"""The adaptive stop rule against a change of known size, over this machine's real noise.
+
+The known-change benchmark (bench_known_change.py) uses a real patch, whose effect on some
+queries moves with the hour (session 9's note): a long truth measured in one hour disagrees
+with a run in another on a few queries, whatever the stop rule does. This benchmark takes
+that variable out. It keeps each query's real pair-to-pair noise from a long run and replaces
+its change with one of known size:
+
+- per query, the log ratios r_i = ln(patched_i / reference_i) of the source run are centred
+  on their 25% trimmed mean (the source's own change is removed) and shifted by ln(1 + shift);
+- a simulated run draws each query's pairs from those at random (with replacement, seeded),
+  in order, and the stop rule of runner/stopping.py decides after every pair, with the
+  discovery count of the simulated run so far, exactly as in a live run;
+- at each query's stop, compare's per-query rule (|D| >= T with p <= 0.01, |D| >= the minimum
+  effect, every process set alike) and then Benjamini-Hochberg over the simulated run's final
+  p-values give the verdict.
+
+With --shift 0.10 the share of queries found changed is the rule's recall on a true 10%
+change; with --shift 0 every query found changed is a false positive (the A/A rate of the
+rule over resampled pairs). It also prints the client time against 15 pairs of the same
+sequences. No server is started; statistics run in chDB as in a live run.
+
+Usage: .venv/bin/python bench/inject_change.py RUN [--shift 0.10] [--reps 2] [--seed 7]
+  RUN: a run with many pairs a query (e.g. a 41-run truth: `chperf run --runs 41`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import random
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.replay_stops import Key, _pairs
+from chperf.artifacts import read_manifest
+from compare.fdr import FDR_Q, benjamini_hochberg
+from compare.paired import TRIM
+from compare.randomization import SeriesStats
+from compare.verdict import Thresholds, not_on_every_process
+from runner.interim import InterimJudge
+from runner.measure import samples_of
+from runner.stopping import StopRule, is_checkpoint, should_stop
+
+FIXED = 15
+MIN_EFFECT, UNSTABLE = 0.05, 0.10
+
+
+@dataclass(frozen=True)
+class Outcome:
+    runs: int
+    reason: str
+    stats: SeriesStats | None
+    client_seconds: float  # both sides, the pairs the rule used
+    fixed_seconds: float  # both sides, the first FIXED pairs of the same sequence
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run", type=Path, help="a run with many pairs a query")
+    parser.add_argument("--shift", type=float, default=0.10, help="the injected change")
+    parser.add_argument("--reps", type=int, default=2, help="simulated runs")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sources = _pairs(args.run)
+    sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
+    rule = StopRule(fdr_q=FDR_Q, queries=len(sources))
+    rng = random.Random(args.seed)
+    totals: collections.Counter[str] = collections.Counter()
+    judge = InterimJudge(Thresholds(MIN_EFFECT, UNSTABLE))
+    try:
+        for rep in range(args.reps):
+            sequences = {
+                k: draw(v, args.shift, rule.extended_runs, rng) for k, v in sources.items()
+            }
+            outcomes = simulate(rule, sequences, judge, sets)
+            counts = judge_run(outcomes, args.shift)
+            print(f"run {rep + 1}: " + summary(counts))
+            totals.update(counts)
+    finally:
+        judge.close()
+    print(f"{args.reps} simulated runs of {len(sources)} queries, shift {args.shift:+.1%}: "
+          + summary(totals))  # fmt: skip
+
+
+def draw(
+    pairs: Sequence[tuple[float, float]], shift: float, length: int, rng: random.Random
+) -> list[tuple[float, float]]:
+    """`length` pairs drawn with replacement from `pairs`, their change replaced by `shift`."""
+    usable = [(r, p) for r, p in pairs if r > 0 and p > 0]
+    if not usable:
+        return []
+    logs = sorted(math.log(p / r) for r, p in usable)
+    cut = int(len(logs) * TRIM)
+    centre = sum(logs[cut : len(logs) - cut]) / (len(logs) - 2 * cut)
+    out = []
+    for _ in range(length):
+        r, p = usable[rng.randrange(len(usable))]
+        out.append((r, r * math.exp(math.log(p / r) - centre + math.log1p(shift))))
+    return out
+
+
+def simulate(
+    rule: StopRule,
+    sequences: dict[Key, list[tuple[float, float]]],
+    judge: InterimJudge,
+    sets: int,
+) -> dict[Key, Outcome]:
+    """Each query in order, as a live run measures them, with the run's discovery count."""
+    discoveries = 0
+    outcomes = {}
+    for key, pairs in sequences.items():
+        if not pairs:
+            continue
+        stop, reason, stats = len(pairs), "ran out of pairs", None
+        for n in range(1, len(pairs) + 1):
+            times = _sides(pairs[:n])
+            spent = sum(times["reference"]) + sum(times["patched"])
+            stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
+            decision = should_stop(rule, n, spent, stats, discoveries)
+            if decision.stop:
+                stop, reason = n, decision.reason
+                discoveries += decision.discovery
+                break
+        if stats is None:  # the final verdict needs the statistics at the stop
+            used = {
+                "reference": [r for r, _ in pairs[:stop]],
+                "patched": [p for _, p in pairs[:stop]],
+            }
+            stats = judge.stats(samples_of(used, sets))
+        outcomes[key] = Outcome(
+            stop,
+            reason,
+            stats,
+            sum(r + p for r, p in pairs[:stop]),
+            sum(r + p for r, p in pairs[:FIXED]),
+        )
+    return outcomes
+
+
+def judge_run(outcomes: dict[Key, Outcome], shift: float) -> collections.Counter[str]:
+    """Verdicts of one simulated run: the per-query rule, then BH over all its p-values."""
+    keys = [k for k, o in outcomes.items() if o.stats is not None and o.stats.diff is not None]
+    found = benjamini_hochberg([_p(outcomes[k].stats) for k in keys])
+    counts: collections.Counter[str] = collections.Counter()
+    for key, discovered in zip(keys, found.discovered, strict=True):
+        outcome = outcomes[key]
+        stats = outcome.stats
+        assert stats is not None and stats.diff is not None
+        changed = (
+            discovered
+            and stats.significant
+            and abs(stats.diff) >= MIN_EFFECT
+            and not not_on_every_process(stats, stats.diff, MIN_EFFECT)
+        )
+        right = changed and (shift == 0 or (stats.diff > 0) == (shift > 0))
+        counts["queries"] += 1
+        counts["changed"] += changed
+        counts["right direction"] += right
+        counts["wrong direction"] += changed and not right
+        unstable = not changed and (stats.threshold or 0.0) >= UNSTABLE
+        counts["unstable"] += unstable
+        counts["futility"] += "out of reach" in outcome.reason
+        counts["runs"] += outcome.runs
+        counts["client_us"] += round(outcome.client_seconds * 1e6)
+        counts["fixed_us"] += round(outcome.fixed_seconds * 1e6)
+    return counts
+
+
+def _sides(pairs: Sequence[tuple[float, float]]) -> dict[str, list[float]]:
+    return {"reference": [r for r, _ in pairs], "patched": [p for _, p in pairs]}
+
+
+def _p(stats: SeriesStats | None) -> float:
+    return 1.0 if stats is None else stats.p_value
+
+
+def summary(counts: collections.Counter[str]) -> str:
+    queries = max(counts["queries"], 1)
+    ratio = counts["client_us"] / max(counts["fixed_us"], 1)
+    return (
+        f"changed {counts['changed']}/{counts['queries']} ({counts['changed'] / queries:.1%}), "
+        f"wrong direction {counts['wrong direction']}, unstable {counts['unstable']}, "
+        f"stopped by futility {counts['futility']}, mean runs {counts['runs'] / queries:.1f}, "
+        f"client time / {FIXED} runs {ratio:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -146,7 +146,7 @@ def simulate(
 def judge_run(outcomes: dict[Key, Outcome], shift: float) -> collections.Counter[str]:
     """Verdicts of one simulated run: the per-query rule, then BH over all its p-values."""
     keys = [k for k, o in outcomes.items() if o.stats is not None and o.stats.diff is not None]
-    found = benjamini_hochberg([_p(outcomes[k].stats) for k in keys])
+    found = benjamini_hochberg([_p_value(outcomes[k]) for k in keys])
     counts: collections.Counter[str] = collections.Counter()
     for key, discovered in zip(keys, found.discovered, strict=True):
         outcome = outcomes[key]
@@ -176,8 +176,9 @@ def _sides(pairs: Sequence[tuple[float, float]]) -> dict[str, list[float]]:
     return {"reference": [r for r, _ in pairs], "patched": [p for _, p in pairs]}
 
 
-def _p(stats: SeriesStats | None) -> float:
-    return 1.0 if stats is None else stats.p_value
+def _p_value(outcome: Outcome) -> float:
+    assert outcome.stats is not None
+    return outcome.stats.p_value
 
 
 def summary(counts: collections.Counter[str]) -> str:

@@ -179,7 +179,7 @@ def should_stop(
         return StopDecision(True, f"settled changed ({figures})", discovery=True)
     if threshold > rule.target:
         if futile(rule, runs, stats):
-            need = change_need(rule, runs, stats)
+            need = change_need(rule, runs, threshold)
             return StopDecision(
                 True,
                 f"settled: T {threshold:.1%} above the target, but a change is out of reach: "
@@ -229,9 +229,8 @@ def futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
         return False
     if stats.threshold >= limit or runs >= rule.max_runs:
         return False
-    return abs(stats.diff) + Z_FUTILITY * future_spread(rule, runs, stats.threshold) < change_need(
-        rule, runs, stats
-    )
+    spread = future_spread(rule, runs, stats.threshold)
+    return abs(stats.diff) + Z_FUTILITY * spread < change_need(rule, runs, stats.threshold)
 
 
 def future_spread(rule: StopRule, runs: int, threshold: float) -> float:
@@ -241,11 +240,10 @@ def future_spread(rule: StopRule, runs: int, threshold: float) -> float:
     return error * math.sqrt(runs * (rule.max_runs - runs)) / rule.max_runs
 
 
-def change_need(rule: StopRule, runs: int, stats: SeriesStats) -> float:
+def change_need(rule: StopRule, runs: int, threshold: float) -> float:
     """The |D| a change would need at max_runs: T there, if T keeps shrinking like
     1/sqrt(runs), or the minimum effect, whichever is larger."""
-    assert stats.threshold is not None
-    return max(boundary_reach(rule, runs, stats.threshold), rule.min_effect)
+    return max(boundary_reach(rule, runs, threshold), rule.min_effect)
 
 
 def boundary_reach(rule: StopRule, runs: int, threshold: float) -> float:

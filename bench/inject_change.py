@@ -37,7 +37,7 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.replay_stops import Key, _pairs
+from bench.runs import Key, run_pairs
 from chperf.artifacts import read_manifest
 from compare.fdr import FDR_Q, benjamini_hochberg
 from compare.paired import TRIM
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2, help="simulated runs")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    sources = _pairs(args.run)
+    sources = run_pairs(args.run)
     sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
     rule = StopRule(fdr_q=FDR_Q, queries=len(sources))
     rng = random.Random(args.seed)

@@ -33,15 +33,14 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.runs import truth_undetermined
-from chperf.artifacts import QUERIES, QUERY_LOG, RUNS, read_manifest, read_table, write_table
+from bench.runs import Key, run_pairs, truth_undetermined
+from chperf.artifacts import QUERY_LOG, RUNS, read_manifest, read_table, write_table
 from compare import CompareOptions, compare_directory
 from compare.verdict import Thresholds
 from runner.interim import InterimJudge
 from runner.measure import samples_of
 from runner.stopping import StopRule, is_checkpoint, should_stop
 
-Key = tuple[str, int]
 LARGE, SMALL, FIXED = 0.10, 0.02, 15
 
 
@@ -56,7 +55,7 @@ def main() -> None:
     parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)
     args = parser.parse_args()
     options = CompareOptions(fdr=None) if args.no_fdr else CompareOptions()
-    runs = _pairs(args.run)
+    runs = run_pairs(args.run)
     rule = StopRule(
         min_runs=args.min_runs,
         max_runs=args.max_runs,
@@ -72,7 +71,7 @@ def main() -> None:
         adaptive = _judge(args.run, Path(scratch) / "adaptive", stops, options)
         fixed = _judge(args.run, Path(scratch) / "fixed", dict.fromkeys(runs, FIXED), options)
         truth_dir = args.truth or args.run
-        full = {k: max(len(v), 1) for k, v in _pairs(truth_dir).items()}
+        full = {k: max(len(v), 1) for k, v in run_pairs(truth_dir).items()}
         truth = _judge(truth_dir, Path(scratch) / "truth", full, options)
     counts = collections.Counter(stops.values())
     print(f"replayed {len(runs)} queries of {args.run}; runs a side: "
@@ -92,21 +91,6 @@ def main() -> None:
         a, f, t = adaptive[key], fixed[key], truth.get(key, {})
         print(f"  {key[0]} #{key[1]}: adaptive {a['verdict']} ({stops[key]} runs), fixed-15 "
               f"{f['verdict']}, true D {_pct(t.get('diff'))}")  # fmt: skip
-
-
-def _pairs(run: Path) -> dict[Key, list[tuple[float, float]]]:
-    """Per query, in queries.tsv order, the (reference, patched) client times by run number."""
-    sides: dict[Key, dict[str, dict[int, float]]] = collections.defaultdict(
-        lambda: collections.defaultdict(dict)
-    )
-    for row in read_table(run, RUNS).rows:
-        sides[(row.test, row.query_index)][row.server][row.run] = row.client_time
-    order = [(q.test, q.query_index) for q in read_table(run, QUERIES).rows]
-    pairs = {}
-    for key in order:
-        ref, pat = sides[key]["reference"], sides[key]["patched"]
-        pairs[key] = [(ref[n], pat[n]) for n in sorted(ref) if n in pat]
-    return pairs
 
 
 def _replay(

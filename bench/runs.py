@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import statistics
 import subprocess
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chperf.artifacts import RUNS, TESTS, read_manifest, read_table
+from chperf.artifacts import QUERIES, RUNS, TESTS, read_manifest, read_table
 from compare.evidence import gather
 from compare.noise import pair_spread
 
@@ -127,6 +128,22 @@ class Consensus:
     directed: dict[Key, float]  # |change| >= `small` in every truth, one direction: the mean
     small: frozenset[Key]  # |change| < `small` in every truth
     queries: int  # determined in every truth
+
+
+def run_pairs(run: Path) -> dict[Key, list[tuple[float, float]]]:
+    """Per query of the run directory `run`, in queries.tsv order, the (reference, patched)
+    client times by run number: the pairs replay_stops.py and inject_change.py start from."""
+    sides: dict[Key, dict[str, dict[int, float]]] = collections.defaultdict(
+        lambda: collections.defaultdict(dict)
+    )
+    for row in read_table(run, RUNS).rows:
+        sides[(row.test, row.query_index)][row.server][row.run] = row.client_time
+    order = [(q.test, q.query_index) for q in read_table(run, QUERIES).rows]
+    pairs = {}
+    for key in order:
+        ref, pat = sides[key]["reference"], sides[key]["patched"]
+        pairs[key] = [(ref[n], pat[n]) for n in sorted(ref) if n in pat]
+    return pairs
 
 
 def consensus(truths: list[dict[Key, float]], large: float, small: float) -> Consensus:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.inject_change import draw, judge_run, simulate
-from bench.replay_stops import _pairs
+from bench.runs import run_pairs
 from compare.verdict import Thresholds
 from runner.interim import InterimJudge
 from runner.stopping import StopRule
@@ -28,7 +28,7 @@ def noisy_source(tmp_path: Path, queries: int, change: float) -> Path:
 
 
 def test_draw_replaces_the_source_change_by_the_shift(tmp_path: Path) -> None:
-    pairs = _pairs(noisy_source(tmp_path, 1, 0.30))[("t", 0)]
+    pairs = run_pairs(noisy_source(tmp_path, 1, 0.30))[("t", 0)]
     drawn = draw(pairs, 0.10, 40, random.Random(1))
     logs = sorted(math.log(p / r) for r, p in drawn)
     middle = logs[10:30]
@@ -45,7 +45,7 @@ def test_every_injected_change_is_found_and_none_without_one(
     # Six queries, all changed: from the second discovery on the level (c + 1) * 0.05 / 6
     # passes 1%, where a stop at 7 pairs (p 0.0156) would be a BH discovery that compare's
     # per-query rule (p <= 1%) still calls unchanged. Every one must end changed.
-    sources = _pairs(noisy_source(tmp_path, 6, -0.25))
+    sources = run_pairs(noisy_source(tmp_path, 6, -0.25))
     rule = StopRule(fdr_q=0.05, queries=len(sources))
     rng = random.Random(3)
     sequences = {k: draw(v, shift, rule.extended_runs, rng) for k, v in sources.items()}

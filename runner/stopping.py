@@ -30,9 +30,19 @@ query's client times decide whether more runs can still change its verdict:
    1/sqrt(runs): |D| - min effect below T * sqrt(runs / max_runs) / 2. More runs cannot settle
    such a query; its true change is about the minimum effect, and either verdict describes
    it (the report shows D and its CI). Not for a query that looks changed (rule 4 decides
-   those). bench/replay_stops.py on session 7's 41-run truth: client time 0.63 of fixed 15
-   against 0.71, with the same recall, wrong-direction and below-2% counts; on session 5's
-   noisier truths 0.83 and 0.88 against 0.87 and 0.96, one fewer flag below 2%.
+   those), nor for one whose |D| is at least T: its D is beyond what the noise explains, so T
+   says nothing about where D will settle. With every pair pointing the same way (complete
+   separation), T is |D| itself, because no sign vector gives a larger trimmed mean than the
+   observed one; "T <= target" then only says |D| <= target. kc23's adaptive run stopped
+   agg_sum_avg #5 (true +10.7%) this way at 7 runs, D +4.6% with all 7 pairs positive.
+   bench/inject_change.py over kc23's truth (4 simulated runs each): with +7% injected in
+   every query, 400 of 604 found changed against 382 without this condition; +10%: 533
+   against 532; no change: 2 of 604 either way; client time within 0.01. replay_stops.py on
+   kc23's truth: 564.6 s against 561.4 s, the same recall, wrong-direction and below-2%
+   counts. Rule 7 itself, bench/replay_stops.py on session 7's 41-run truth: client time
+   0.63 of fixed 15 against 0.71, with the same recall, wrong-direction and below-2%
+   counts; on session 5's noisier truths 0.83 and 0.88 against 0.87 and 0.96, one fewer
+   flag below 2%.
 4. With false-discovery control on (`--fdr q`), a query that looks changed stops only once
    (and, whatever its T, as soon as) its randomization p-value is at most (c + 1) * q / m,
    where m is the number of queries of the run and c the number that already stopped this
@@ -195,6 +205,12 @@ def should_stop(
                 f"effect and would still be with T {boundary_reach(rule, runs, threshold):.1%} "
                 f"at {rule.max_runs} runs",
             )
+        if stats.beyond_threshold:
+            return StopDecision(
+                False,
+                f"|D| {abs(stats.diff):.1%} within T/2 of the minimum effect and at least T "
+                f"{threshold:.1%}",
+            )
         return StopDecision(False, f"|D| within T/2 of the minimum effect {rule.min_effect:.1%}")
     if looks_changed and not stats.significant:
         # compare's per-query rule also needs the p-value (paired: at most 1%): settling now
@@ -252,8 +268,11 @@ def boundary_reach(rule: StopRule, runs: int, threshold: float) -> float:
 
 
 def boundary_futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
-    """Rule 7: |D| so close to the minimum effect that max_runs would not move it T/2 away."""
+    """Rule 7: |D| so close to the minimum effect that max_runs would not move it T/2 away,
+    and below T (a D beyond T, e.g. with every pair on one side, is not noise to wait out)."""
     if not rule.futility or stats.diff is None or stats.threshold is None:
+        return False
+    if stats.beyond_threshold:
         return False
     distance = abs(abs(stats.diff) - rule.min_effect)
     return distance < boundary_reach(rule, runs, stats.threshold) / 2

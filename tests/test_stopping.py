@@ -240,10 +240,10 @@ def test_beyond_threshold_compares_the_pooled_method_on_the_linear_scale() -> No
 @pytest.mark.parametrize(
     ("runs", "diff", "threshold", "stop"),
     [
-        # T 4% at 9 runs would be 2.4% at 25: |D| 0.5% from the minimum effect stays within
-        # its half (1.2%), so more runs cannot settle it.
-        (9, 0.045, 0.04, True),
-        (9, -0.055, 0.04, True),
+        # T 5% at 9 runs would be 3% at 25: |D| 0.5% from the minimum effect stays within
+        # its half (1.5%), so more runs cannot settle it.
+        (9, 0.045, 0.05, True),
+        (9, -0.045, 0.05, True),
         # 1.5% from the minimum effect: 25 runs could take it past 1.2%, so run on.
         (9, 0.035, 0.04, False),
         # At 20 runs T 4% would be 3.6% at 25: |D| 1.5% away stays within 1.8%.
@@ -267,3 +267,21 @@ def test_a_query_that_looks_changed_at_the_boundary_runs_on() -> None:
     # D +5.5%, T 4%, both process sets show it: rule 4 and the T/2 margin decide, not rule 7
     series = stats(0.055, 0.04)
     assert not should_stop(RULE, 9, 1.0, series).stop
+
+
+@pytest.mark.parametrize("diff", [0.046, -0.046, 0.045])
+def test_a_d_beyond_t_near_the_boundary_runs_on_rather_than_settling_there(diff: float) -> None:
+    # kc23's agg_sum_avg #5 (true +10.7%) at 7 runs: every pair positive, so T = |D| = 4.6%;
+    # |D| 0.4% from the minimum effect would be within T/2 at 25 runs too, but a D at least T
+    # is not noise that more runs would average out.
+    import dataclasses
+
+    threshold = abs(diff)  # these stats are the pooled method's: |D| and T as plain numbers
+    series = dataclasses.replace(stats(diff, threshold), process_diffs=(diff * 2, -0.01))
+    assert series.beyond_threshold
+    decision = should_stop(RULE, 7, 1.0, series)
+    assert not decision.stop
+    assert "at least T" in decision.reason
+    # The same D just inside T settles at the boundary.
+    inside = dataclasses.replace(series, threshold=threshold * 1.01)
+    assert should_stop(RULE, 7, 1.0, inside).stop

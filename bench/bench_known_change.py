@@ -34,8 +34,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.runs import (
     CHANGED,
+    LARGE,
     QUICK_TESTS,
     REPO,
+    SMALL,
     Consensus,
     Key,
     RunResult,
@@ -49,8 +51,6 @@ from bench.runs import (
 )
 
 OVERLAY = REPO / "overlays" / "max_block_size_8192"
-LARGE = 0.10  # recall is measured on true changes at least this large
-SMALL = 0.02  # a flag on a true change below this is a false one
 BAR_RECALL = 0.95
 BAR_TIME_RATIO = 0.6
 

@@ -20,7 +20,15 @@ change; with --shift 0 every query found changed is a false positive (the A/A ra
 rule over resampled pairs). It also prints the client time against 15 pairs of the same
 sequences. No server is started; statistics run in chDB as in a live run.
 
-Usage: .venv/bin/python bench/inject_change.py RUN [--shift 0.10] [--reps 2] [--seed 7]
+--own-change keeps each query's own change (its centre) instead of one shift for all: a
+simulated known-change run whose truth is the source's, scored as bench_known_change.py
+scores (recall on true changes of at least 10%, wrong direction, flags below 2%).
+--noise-scale K multiplies each centred log ratio by K before the shift: the same queries on
+a machine with K times this one's pair-to-pair noise, for how the time ratio of the rule
+depends on the machine's noise rather than on the rule.
+
+Usage: .venv/bin/python bench/inject_change.py RUN [--shift 0.10 | --own-change]
+                                                  [--noise-scale 1.0] [--reps 2] [--seed 7]
   RUN: a run with many pairs a query (e.g. a 41-run truth: `chperf run --runs 41`)
 """
 
@@ -37,7 +45,7 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.runs import Key, run_pairs
+from bench.runs import LARGE, SMALL, Key, run_pairs
 from chperf.artifacts import read_manifest
 from compare.fdr import FDR_Q, benjamini_hochberg
 from compare.paired import TRIM
@@ -66,8 +74,13 @@ def main() -> None:
     parser.add_argument("--shift", type=float, default=0.10, help="the injected change")
     parser.add_argument("--reps", type=int, default=2, help="simulated runs")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--own-change", action="store_true", help="each query keeps its change")
+    parser.add_argument("--noise-scale", type=float, default=1.0, help="noise times this")
     args = parser.parse_args()
     sources = run_pairs(args.run)
+    shifts = {
+        k: math.expm1(centre_of(v)) if args.own_change else args.shift for k, v in sources.items()
+    }
     sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
     rule = StopRule(fdr_q=FDR_Q, queries=len(sources))
     rng = random.Random(args.seed)
@@ -76,33 +89,48 @@ def main() -> None:
     try:
         for rep in range(args.reps):
             sequences = {
-                k: draw(v, args.shift, rule.extended_runs, rng) for k, v in sources.items()
+                k: draw(v, shifts[k], rule.extended_runs, rng, args.noise_scale)
+                for k, v in sources.items()
             }
             outcomes = simulate(rule, sequences, judge, sets)
-            counts = judge_run(outcomes, args.shift)
+            counts = judge_run(outcomes, shifts)
             print(f"run {rep + 1}: " + summary(counts))
             totals.update(counts)
     finally:
         judge.close()
-    print(f"{args.reps} simulated runs of {len(sources)} queries, shift {args.shift:+.1%}: "
-          + summary(totals))  # fmt: skip
+    change = "each query's own change" if args.own_change else f"shift {args.shift:+.1%}"
+    print(f"{args.reps} simulated runs of {len(sources)} queries, {change}, noise x "
+          f"{args.noise_scale:g}: " + summary(totals))  # fmt: skip
 
 
 def draw(
-    pairs: Sequence[tuple[float, float]], shift: float, length: int, rng: random.Random
+    pairs: Sequence[tuple[float, float]],
+    shift: float,
+    length: int,
+    rng: random.Random,
+    noise_scale: float = 1.0,
 ) -> list[tuple[float, float]]:
-    """`length` pairs drawn with replacement from `pairs`, their change replaced by `shift`."""
+    """`length` pairs drawn with replacement from `pairs`, their change replaced by `shift`
+    and their spread around it multiplied by `noise_scale`."""
     usable = [(r, p) for r, p in pairs if r > 0 and p > 0]
     if not usable:
         return []
-    logs = sorted(math.log(p / r) for r, p in usable)
-    cut = int(len(logs) * TRIM)
-    centre = sum(logs[cut : len(logs) - cut]) / (len(logs) - 2 * cut)
+    centre = centre_of(usable)
     out = []
     for _ in range(length):
         r, p = usable[rng.randrange(len(usable))]
-        out.append((r, r * math.exp(math.log(p / r) - centre + math.log1p(shift))))
+        log = (math.log(p / r) - centre) * noise_scale + math.log1p(shift)
+        out.append((r, r * math.exp(log)))
     return out
+
+
+def centre_of(pairs: Sequence[tuple[float, float]]) -> float:
+    """The trimmed mean of ln(patched / reference), as the paired method trims (0 if none)."""
+    logs = sorted(math.log(p / r) for r, p in pairs if r > 0 and p > 0)
+    if not logs:
+        return 0.0
+    cut = int(len(logs) * TRIM)
+    return sum(logs[cut : len(logs) - cut]) / (len(logs) - 2 * cut)
 
 
 def simulate(
@@ -143,8 +171,11 @@ def simulate(
     return outcomes
 
 
-def judge_run(outcomes: dict[Key, Outcome], shift: float) -> collections.Counter[str]:
-    """Verdicts of one simulated run: the per-query rule, then BH over all its p-values."""
+def judge_run(
+    outcomes: dict[Key, Outcome], shift: float | dict[Key, float]
+) -> collections.Counter[str]:
+    """Verdicts of one simulated run: the per-query rule, then BH over all its p-values.
+    `shift`: the true change of every query, or of each query."""
     keys = [k for k, o in outcomes.items() if o.stats is not None and o.stats.diff is not None]
     found = benjamini_hochberg([_p_value(outcomes[k]) for k in keys])
     counts: collections.Counter[str] = collections.Counter()
@@ -158,11 +189,15 @@ def judge_run(outcomes: dict[Key, Outcome], shift: float) -> collections.Counter
             and abs(stats.diff) >= MIN_EFFECT
             and not not_on_every_process(stats, stats.diff, MIN_EFFECT)
         )
-        right = changed and (shift == 0 or (stats.diff > 0) == (shift > 0))
+        true = shift[key] if isinstance(shift, dict) else shift
+        right = changed and (true == 0 or (stats.diff > 0) == (true > 0))
         counts["queries"] += 1
         counts["changed"] += changed
         counts["right direction"] += right
         counts["wrong direction"] += changed and not right
+        counts["large"] += abs(true) >= LARGE
+        counts["large found"] += abs(true) >= LARGE and right
+        counts["small flagged"] += abs(true) < SMALL and changed
         unstable = not changed and (stats.threshold or 0.0) >= UNSTABLE
         counts["unstable"] += unstable
         counts["futility"] += "out of reach" in outcome.reason
@@ -188,7 +223,9 @@ def summary(counts: collections.Counter[str]) -> str:
         f"changed {counts['changed']}/{counts['queries']} ({counts['changed'] / queries:.1%}), "
         f"wrong direction {counts['wrong direction']}, unstable {counts['unstable']}, "
         f"stopped by futility {counts['futility']}, mean runs {counts['runs'] / queries:.1f}, "
-        f"client time / {FIXED} runs {ratio:.2f}"
+        f"client time / {FIXED} runs {ratio:.2f}; recall on true >= {LARGE:.0%}: "
+        f"{counts['large found']}/{counts['large']}, flagged with true < {SMALL:.0%}: "
+        f"{counts['small flagged']}"
     )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.runs import Key, run_pairs, truth_undetermined
+from bench.runs import LARGE, SMALL, Key, run_pairs, truth_undetermined
 from chperf.artifacts import QUERY_LOG, RUNS, read_manifest, read_table, write_table
 from compare import CompareOptions, compare_directory
 from compare.verdict import Thresholds
@@ -41,7 +41,7 @@ from runner.interim import InterimJudge
 from runner.measure import samples_of
 from runner.stopping import StopRule, is_checkpoint, should_stop
 
-LARGE, SMALL, FIXED = 0.10, 0.02, 15
+FIXED = 15
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.inject_change import draw, judge_run, simulate
+from bench.inject_change import centre_of, draw, judge_run, simulate
 from bench.runs import run_pairs
 from compare.verdict import Thresholds
 from runner.interim import InterimJudge
@@ -60,3 +60,33 @@ def test_every_injected_change_is_found_and_none_without_one(
     assert counts["wrong direction"] == 0
     assert counts["unstable"] == 0
     assert counts["fixed_us"] == pytest.approx(6 * 15 * 2 * 0.051 * 1e6 * (1 + shift / 2), rel=0.1)
+
+
+def test_noise_scale_shrinks_the_spread_around_the_shift(tmp_path: Path) -> None:
+    # The source's log ratios are ln(1.3) + ln(0.99) or + ln(1.01): +-1% around the centre.
+    pairs = run_pairs(noisy_source(tmp_path, 1, 0.30))[("t", 0)]
+    assert centre_of(pairs) == pytest.approx(math.log(1.30), abs=0.001)
+    for scale in (0.5, 2.0):
+        drawn = draw(pairs, 0.10, 40, random.Random(1), noise_scale=scale)
+        spread = max(abs(math.log(p / r) - math.log(1.10)) for r, p in drawn)
+        assert spread == pytest.approx(0.01 * scale, rel=0.15)
+
+
+def test_own_changes_are_scored_per_query(tmp_path: Path) -> None:
+    # Each query keeps its own change: two large ones in opposite directions, one below 2%.
+    sources = run_pairs(noisy_source(tmp_path, 3, 0.0))
+    shifts = dict(zip(sorted(sources), (0.20, -0.20, 0.01), strict=True))
+    rule = StopRule(fdr_q=0.05, queries=len(sources))
+    rng = random.Random(5)
+    sequences = {k: draw(v, shifts[k], rule.extended_runs, rng) for k, v in sources.items()}
+    judge = InterimJudge(Thresholds(0.05, 0.10))
+    try:
+        outcomes = simulate(rule, sequences, judge, 1)
+    finally:
+        judge.close()
+    counts = judge_run(outcomes, shifts)
+    assert (counts["large"], counts["large found"], counts["wrong direction"]) == (2, 2, 0)
+    assert counts["small flagged"] == 0
+    # Scored against the opposite truth, both large changes are flagged the wrong way.
+    flipped = judge_run(outcomes, {k: -s for k, s in shifts.items()})
+    assert (flipped["large found"], flipped["wrong direction"]) == (0, 2)

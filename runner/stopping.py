@@ -30,16 +30,23 @@ query's client times decide whether more runs can still change its verdict:
    1/sqrt(runs): |D| - min effect below T * sqrt(runs / max_runs) / 2. More runs cannot settle
    such a query; its true change is about the minimum effect, and either verdict describes
    it (the report shows D and its CI). Not for a query that looks changed (rule 4 decides
-   those), nor for one whose |D| is at least T: its D is beyond what the noise explains, so T
-   says nothing about where D will settle. With every pair pointing the same way (complete
-   separation), T is |D| itself, because no sign vector gives a larger trimmed mean than the
-   observed one; "T <= target" then only says |D| <= target. kc23's adaptive run stopped
-   agg_sum_avg #5 (true +10.7%) this way at 7 runs, D +4.6% with all 7 pairs positive.
-   bench/inject_change.py over kc23's truth (4 simulated runs each): with +7% injected in
-   every query, 400 of 604 found changed against 382 without this condition; +10%: 533
-   against 532; no change: 2 of 604 either way; client time within 0.01. replay_stops.py on
-   kc23's truth: 564.6 s against 561.4 s, the same recall, wrong-direction and below-2%
-   counts. Rule 7 itself, bench/replay_stops.py on session 7's 41-run truth: client time
+   those), nor for one whose |D| is at least T but below the minimum effect: its D is beyond
+   what the noise explains, so T says nothing about where D will settle. With every pair
+   pointing the same way (complete separation), T is |D| itself, because no sign vector
+   gives a larger trimmed mean than the observed one; "T <= target" then only says
+   |D| <= target. kc23's adaptive run stopped agg_sum_avg #5 (true +10.7%) this way at 7
+   runs, D +4.6% with all 7 pairs positive. bench/inject_change.py over kc23's truth (4
+   simulated runs each): with +7% injected in every query, 400 of 604 found changed against
+   382 without this exemption; +10%: 533 against 532; no change: 2 of 604 either way.
+   A |D| beyond both T and the minimum effect does not look changed only when a server
+   process set misses it (compare/verdict.py); rule 4 cannot settle it until the sets agree,
+   so it is not exempt: kc24's live run ran three such queries (true +3.9% to +5.3%) to 25
+   runs. replay_stops.py over kc24's adaptive run: client time 536.1 s against 548.8 s, the
+   same recall (30/31), wrong-direction (0) and below-2% (0) counts, and type_conversion #6
+   (true +4.1%) no longer slower. The price, inject_change.py as above: +7% found in 393 of
+   604 against 400 (a true +7% drawn near 5% settles instead of waiting for both sets);
+   +10%: 533 either way; no change: 2 either way; kc23's replay 564.5 s against 564.6 s.
+   Rule 7 itself, bench/replay_stops.py on session 7's 41-run truth: client time
    0.63 of fixed 15 against 0.71, with the same recall, wrong-direction and below-2%
    counts; on session 5's noisier truths 0.83 and 0.88 against 0.87 and 0.96, one fewer
    flag below 2%.
@@ -269,10 +276,11 @@ def boundary_reach(rule: StopRule, runs: int, threshold: float) -> float:
 
 def boundary_futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
     """Rule 7: |D| so close to the minimum effect that max_runs would not move it T/2 away,
-    and below T (a D beyond T, e.g. with every pair on one side, is not noise to wait out)."""
+    and not a D beyond T below the minimum effect (with every pair on one side T is |D|: not
+    noise to wait out, but possibly a larger change)."""
     if not rule.futility or stats.diff is None or stats.threshold is None:
         return False
-    if stats.beyond_threshold:
+    if stats.beyond_threshold and abs(stats.diff) < rule.min_effect:
         return False
     distance = abs(abs(stats.diff) - rule.min_effect)
     return distance < boundary_reach(rule, runs, stats.threshold) / 2

@@ -285,3 +285,21 @@ def test_a_d_beyond_t_near_the_boundary_runs_on_rather_than_settling_there(diff:
     # The same D just inside T settles at the boundary.
     inside = dataclasses.replace(series, threshold=threshold * 1.01)
     assert should_stop(RULE, 7, 1.0, inside).stop
+
+
+def test_a_d_beyond_t_and_the_minimum_effect_that_one_process_set_misses_settles_there() -> None:
+    # kc24's agg_quantiles #1 at 14 runs: D +5.4%, T 3.9%, process sets +5.9% and +4.8%. It
+    # does not look changed (the second set is below the minimum effect), and rule 4 cannot
+    # settle it until both sets agree; with |D| 0.4% from the minimum effect more runs cannot
+    # move it T/2 away, so rule 7 settles it (kc24 ran it to 25).
+    import dataclasses
+
+    series = dataclasses.replace(stats(0.054, 0.039), process_diffs=(0.059, 0.048))
+    assert series.beyond_threshold
+    decision = should_stop(RULE, 14, 1.0, series)
+    assert decision.stop
+    assert "settled at the boundary" in decision.reason
+    # Below the minimum effect, a D beyond T is still exempt: the change may be larger.
+    below = dataclasses.replace(series, diff=0.046, process_diffs=(0.05, 0.042))
+    assert below.beyond_threshold
+    assert not should_stop(RULE, 14, 1.0, below).stop

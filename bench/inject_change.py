@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.runs import LARGE, SMALL, Key, run_pairs
 from chperf.artifacts import read_manifest
 from compare.fdr import FDR_Q, benjamini_hochberg
-from compare.paired import TRIM
+from compare.paired import trimmed_mean_diff
 from compare.randomization import SeriesStats
 from compare.verdict import Thresholds, not_on_every_process
 from runner.interim import InterimJudge
@@ -125,12 +125,10 @@ def draw(
 
 
 def centre_of(pairs: Sequence[tuple[float, float]]) -> float:
-    """The trimmed mean of ln(patched / reference), as the paired method trims (0 if none)."""
-    logs = sorted(math.log(p / r) for r, p in pairs if r > 0 and p > 0)
-    if not logs:
-        return 0.0
-    cut = int(len(logs) * TRIM)
-    return sum(logs[cut : len(logs) - cut]) / (len(logs) - 2 * cut)
+    """The paired method's D on the log scale: the trimmed mean of ln(patched / reference)
+    (0 if no pair has both times above 0)."""
+    usable = [(r, p) for r, p in pairs if r > 0 and p > 0]
+    return math.log1p(trimmed_mean_diff(usable)) if usable else 0.0
 
 
 def simulate(

@@ -297,6 +297,7 @@ class Run:
                 measurer.samples.clear()
         finally:
             self.manifest["measured_runs_seconds"] = round(measurer.run_seconds, 6)
+            self.manifest["wake_queries"] = measurer.wakes
             if profiler is not None:
                 self.manifest["profiles"] = profiler.records
                 self.manifest["profiling_unavailable"] = profiler.unavailable

@@ -163,10 +163,15 @@ def test_the_adaptive_mode_runs_each_query_until_the_stop_rule_says_why(
         assert stop.reason.startswith(reasons) or "time budget" in stop.reason, stop.reason
         for side in ("reference", "patched"):
             assert runs[(test, index, side)] == list(range(stop.runs))
-    options = json.loads((out / "run.json").read_text())["options"]
+    manifest = json.loads((out / "run.json").read_text())
+    options = manifest["options"]
     assert options["runs"] == "adaptive"
     rule = options["adaptive"]
     assert (rule["min_runs"], rule["max_runs"], rule["extended_runs"]) == (7, 25, 40)
+    # One wake query after every look that let the query run on: looks after runs 7 .. 25,
+    # the last one stopped it unless it was extended (no looks between 26 and 40).
+    wakes = sum(min(s.runs, 25) - 7 + (s.runs > 25) for s in stops.values())
+    assert manifest["wake_queries"] == wakes
 
 
 def test_interrupted_run_stops_servers_and_keeps_artifacts(

@@ -51,11 +51,13 @@ QUERY_LOG_RETRY_S = 0.2
 # runs before it, and fixed runs (which never look), did not: in ABBA the side that runs
 # first alternates, so it is noise in every pair rather than bias, and T grows with it.
 # Server time and the server's CPU time show it too, so it is not the client. A 4-5 ms
-# single-threaded query on the server that runs next removes it (bench/bench_wake.py, one
-# run, 250 cycles: first run after a look +2.0% against a warm one; after the look and this
-# query +0.0%; with 3M rows, ~1.3 ms, +0.8%). Not logged (log_queries 0), not a measured run
-# (its time counts in measured_runs_seconds), once per look that did not stop the query;
-# run.json counts them (wake_queries).
+# single-threaded query on the server that runs next removes most of it. bench/bench_wake.py
+# (250 cycles each, first run after a look against one after a warm gap): +2.0% and +1.7%
+# without the wake, -0.4% and +1.0% with it (+0.8% with 3M rows, ~1.3 ms). In the runner: the
+# alternating component after the first look, -1.6% to -3.5% in kc23-kc25 and aa19-aa20,
+# was -0.3% and +0.2% in kc26-kc27 and -0.0% in aa21. Not logged (log_queries 0), not a
+# measured run (its time counts in measured_runs_seconds), once per look that did not stop
+# the query; run.json counts them (wake_queries).
 WAKE_QUERY = "SELECT count() FROM numbers(10000000)"
 WAKE_SETTINGS = {"max_threads": "1", "log_queries": "0"}
 

@@ -178,12 +178,12 @@ class Measurer:
                 times[slot.side].append(outcome.elapsed)
             if not sides:
                 break
-            decision = self._stop_decision(run + 1, times)
+            decision, looked = self._stop_decision(run + 1, times)
             if decision is not None and decision.stop:
                 reason = decision.reason
                 self.discoveries += decision.discovery
                 break
-            if decision is not None and self._looked(run + 1, times):
+            if looked:
                 self._wake(run + 1, sides)
         self.run_seconds += time.perf_counter() - start
         completed = min(len(t) for t in times.values()) if all(times.values()) else 0
@@ -193,20 +193,19 @@ class Measurer:
     def max_runs(self) -> int:
         return self.stop_rule.extended_runs if self.stop_rule else self.runs
 
-    def _stop_decision(self, runs: int, times: dict[str, list[float]]) -> StopDecision | None:
-        """Adaptive mode only; with one side left there is nothing to compare: run on."""
+    def _stop_decision(
+        self, runs: int, times: dict[str, list[float]]
+    ) -> tuple[StopDecision | None, bool]:
+        """The stop rule's decision (None in the fixed mode) and whether it looked at the
+        statistics (a chDB evaluation). With one side left there is nothing to compare: run on."""
         if self.stop_rule is None or self.judge is None:
-            return None
+            return None, False
         spent = sum(sum(t) for t in times.values())
         stats = None
-        if is_checkpoint(self.stop_rule, runs) and all(times.values()):
+        looked = is_checkpoint(self.stop_rule, runs) and all(times.values())
+        if looked:
             stats = self.judge.stats(samples_of(times, len(self.sets)))
-        return should_stop(self.stop_rule, runs, spent, stats, self.discoveries)
-
-    def _looked(self, runs: int, times: dict[str, list[float]]) -> bool:
-        """Whether _stop_decision computed statistics (a chDB look) after `runs` runs."""
-        rule = self.stop_rule
-        return rule is not None and is_checkpoint(rule, runs) and all(times.values())
+        return should_stop(self.stop_rule, runs, spent, stats, self.discoveries), looked
 
     def _wake(self, run: int, sides: Sequence[str]) -> None:
         """WAKE_QUERY on the server that executes run `run` first. Its outcome does not matter:

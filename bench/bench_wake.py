@@ -28,6 +28,7 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from compare.paired import trim_count
 from compare.verdict import Thresholds
 from runner.executor import HttpExecutor
 from runner.interim import InterimJudge
@@ -44,8 +45,9 @@ SETTINGS = {"max_threads": "1"}
 
 
 def trimmed_mean(values: list[float]) -> float:
+    """The trimmed mean of compare's paired statistic (compare.paired.trim_count a side)."""
     ordered = sorted(values)
-    k = len(ordered) // 4
+    k = trim_count(len(ordered))
     return statistics.fmean(ordered[k : len(ordered) - k])
 
 
@@ -73,8 +75,9 @@ def main() -> None:
             "patched": HttpExecutor(pair.patched.process.ports.http, 30),
         }
 
-        def run(side: str, label: str, sql: str = QUERY) -> float:
-            settings = SETTINGS if sql == QUERY else WAKE_SETTINGS
+        def run(
+            side: str, label: str, sql: str = QUERY, settings: dict[str, str] = SETTINGS
+        ) -> float:
             outcome = executors[side].execute(sql, f"bench.wake.{label}", settings)
             if not outcome.ok:
                 raise SystemExit(f"{side} server: {outcome.message}")
@@ -82,7 +85,7 @@ def main() -> None:
 
         def look_and_wake() -> None:
             look()
-            run("reference", f"wake{rng.random()}", WAKE_QUERY)
+            run("reference", f"wake{rng.random()}", WAKE_QUERY, WAKE_SETTINGS)
 
         for executor in executors.values():
             for statement in SETUP:

@@ -103,8 +103,7 @@ class Paired:
         for key in keys:
             if not series[key] or any(min(p) <= 0 for p in series[key]):
                 raise ValueError(f"series {key!r}: no pairs, or a time <= 0")
-        sizes = sorted({len(pairs) for pairs in series.values()})
-        for n in sizes:
+        for n in {len(pairs) for pairs in series.values()}:
             self._ensure(n)
         path = self._engine.scratch / f"pairs-{next(self._files)}.tsv"
         _write_pairs(path, [series[k] for k in keys])
@@ -112,7 +111,6 @@ class Paired:
         params: dict[str, str | int | float] = {
             "pairs": str(path),
             "quantile": QUANTILE,
-            "sizes": _array(sizes),
             "low_rank": low,
             "high_rank": high,
         }
@@ -128,8 +126,7 @@ class Paired:
         keys = [k for k in series if k in cutoffs]
         if not keys:
             return {}
-        sizes = sorted({len(series[k]) for k in keys})
-        for n in sizes:
+        for n in {len(series[k]) for k in keys}:
             self._ensure(n)
         number = next(self._files)
         pairs_file = self._engine.scratch / f"pairs-{number}.tsv"
@@ -141,7 +138,6 @@ class Paired:
             "pairs": str(pairs_file),
             "cutoffs": str(cutoff_file),
             "level": 1 - QUANTILE,
-            "sizes": _array(sizes),
         }
         rows = self._engine.rows("paired_tail_share.sql", params)
         pairs_file.unlink()
@@ -151,21 +147,46 @@ class Paired:
     def _ensure(self, n: int) -> None:
         if n in self._sizes:
             return
-        # Another Paired on the same engine may have filled the session tables already.
+        # Another Paired on the same engine may have filled the session table already.
         present = self._engine.execute(
-            "SELECT count() FROM sign_coefficients WHERE n = {n:UInt32}",
+            "SELECT count() FROM paired_vectors WHERE n = {n:UInt32}",
             {"n": n},
             source="paired.py",
         )
         if int(present.strip() or 0) > 0:
             self._sizes.add(n)
             return
-        trim = trim_count(n)
-        signs = {"n": n, "trim": trim, "vectors": SIGN_VECTORS, "seed": SIGN_SEED}
-        self._engine.insert("sign_coefficients", "sign_coefficients.sql", signs)
-        draws = {"n": n, "trim": trim, "resamples": RESAMPLES, "seed": DRAW_SEED}
-        self._engine.insert("paired_draws", "paired_draws.sql", draws)
+        params: dict[str, str | int | float] = {
+            "n": n,
+            "trim": trim_count(n),
+            "vectors": SIGN_VECTORS,
+            "seed": SIGN_SEED,
+            "resamples": RESAMPLES,
+            "draw_seed": DRAW_SEED,
+        }
+        self._engine.execute(_GROUP_VECTORS, params, source="paired_tables.sql")
         self._sizes.add(n)
+
+
+# One row of paired_vectors: the rows of sign_coefficients.sql and paired_draws.sql for one n,
+# grouped into arrays (their order does not matter: paired.sql sorts or counts over them).
+_GROUP_VECTORS = f"""
+INSERT INTO paired_vectors
+SELECT v.n, v.trim, v.exact, v.coefficients, v.signs, d.draws
+FROM
+(
+    SELECT any(n) AS n, any(trim) AS trim, any(exact) AS exact,
+           groupArray(coefficients) AS coefficients, groupArray(signs) AS signs
+    FROM ({sql_text("sign_coefficients.sql")}
+    )
+) AS v
+CROSS JOIN
+(
+    SELECT groupArray(coefficients) AS draws
+    FROM ({sql_text("paired_draws.sql")}
+    )
+) AS d
+"""
 
 
 # A process set's own D counts once it has this many pairs (7 runs give 4 and 3).
@@ -192,11 +213,6 @@ def process_diffs(pairs: Sequence[Pair], processes: Sequence[int]) -> tuple[floa
     if len(usable) < 2:
         return ()
     return tuple(trimmed_mean_diff(p) for p in usable)
-
-
-def _array(values: Sequence[int]) -> str:
-    """An Array(UInt32) query parameter."""
-    return "[" + ",".join(str(int(v)) for v in values) + "]"
 
 
 def _write_pairs(path: Path, series: Sequence[Sequence[Pair]]) -> None:

@@ -6,11 +6,8 @@
 --       series UInt64, reference Float64, patched Float64
 --     one row per pair (the reference and the patched run with the same run number); both
 --     values > 0; every series has >= 1 pair
---   tables sign_coefficients and paired_draws (paired_tables.sql) holding the rows of
---     sign_coefficients.sql and paired_draws.sql for every pair count n in the input
+--   table paired_vectors (paired_tables.sql) with a row for every pair count n in the input
 --   {quantile:Float64}: the level of the threshold, 0.99
---   {sizes:Array(UInt32)}: the pair counts of the input: only their vectors are grouped
---     (the session tables grow with every pair count a run has seen)
 --   {low_rank:UInt32}, {high_rank:UInt32}: 1-based ranks of the interval's ends among the
 --     sorted resampled ratios (compare/bootstrap.py interval_ranks)
 -- Output, one row per series:
@@ -59,12 +56,14 @@ FROM
         arraySort(arrayMap(v -> abs(v), r)) AS a,
         arraySum(arraySlice(x, trim + 1, n - 2 * trim)) / (n - 2 * trim) AS observed,
         abs(arraySum(x)) / n AS observed_mean,
-        arrayMap(v -> abs(arrayDotProduct(v.1, a)), vectors) AS distribution,
-        -- |mean| of a vector (v.2: signs / n) decides only where |trimmed mean| ties
-        arrayCount((d, v) -> d > abs(observed) * (1 + 1e-9)
-                             OR (d >= abs(observed) * (1 - 1e-9)
-                                 AND abs(arrayDotProduct(v.2, a)) >= observed_mean * (1 - 1e-9)),
-                   distribution, vectors) AS as_extreme,
+        arrayMap(c -> abs(arrayDotProduct(c, a)), coefficients) AS distribution,
+        -- |mean| of a vector (signs / n) decides only where |trimmed mean| ties: computed for
+        -- the tied vectors alone (a few), not all 10,000
+        arrayCount(d -> d > abs(observed) * (1 + 1e-9), distribution)
+            + arrayCount(m -> abs(arrayDotProduct(m, a)) >= observed_mean * (1 - 1e-9),
+                         arrayFilter((m, d) -> d >= abs(observed) * (1 - 1e-9)
+                                               AND d <= abs(observed) * (1 + 1e-9),
+                                     signs, distribution)) AS as_extreme,
         -- Complete separation, known exactly without sampling: s * a <= a elementwise, so no
         -- |trimmed mean| exceeds the observed one, and |mean| equals it only for all signs
         -- alike (each flip lowers the sum by 2 a_i, beyond the 1e-9 tolerance). So exactly 2
@@ -82,20 +81,6 @@ FROM
                   'series UInt64, reference Float64, patched Float64')
         GROUP BY series
     ) AS s
-    INNER JOIN
-    (
-        SELECT n, any(trim) AS trim, any(exact) AS exact,
-               groupArray((coefficients, signs)) AS vectors
-        FROM sign_coefficients
-        WHERE has({sizes:Array(UInt32)}, n)
-        GROUP BY n
-    ) AS v USING (n)
-    INNER JOIN
-    (
-        SELECT n, groupArray(coefficients) AS draws
-        FROM paired_draws
-        WHERE has({sizes:Array(UInt32)}, n)
-        GROUP BY n
-    ) AS d USING (n)
+    INNER JOIN paired_vectors USING (n)
 )
 ORDER BY series

@@ -5,7 +5,7 @@
 --   {n:UInt32}          number of pairs, >= 1
 --   {trim:UInt32}       pairs trimmed at each end (as in sign_coefficients.sql)
 --   {resamples:UInt32}  how many resamples to draw
---   {seed:UInt64}       the seed: the same seed always gives the same resamples
+--   {draw_seed:UInt64}  the seed: the same seed always gives the same resamples
 -- Output, one row per resample:
 --   n UInt32, resample UInt32, coefficients Array(Float64) (length n)
 -- A resample draws n positions uniformly with replacement. Applied to the log ratios sorted
@@ -16,7 +16,7 @@
 WITH
     {n:UInt32} AS n,
     {trim:UInt32} AS trim,
-    arraySort(arrayMap(i -> toUInt32(sipHash64({seed:UInt64}, n, number, i) % n) + 1,
+    arraySort(arrayMap(i -> toUInt32(sipHash64({draw_seed:UInt64}, n, number, i) % n) + 1,
                        range(n))) AS drawn,
     arraySlice(drawn, trim + 1, n - 2 * trim) AS kept
 SELECT

@@ -1,19 +1,15 @@
--- paired_tables.sql: the session tables of the paired method, filled per pair count by
--- sign_coefficients.sql and paired_draws.sql, read by paired.sql.
-CREATE TABLE IF NOT EXISTS sign_coefficients
+-- paired_tables.sql: the session table of the paired method, one row per pair count n,
+-- filled by paired.py (Paired._ensure) from sign_coefficients.sql and paired_draws.sql, read
+-- by paired.sql and paired_tail_share.sql. The vectors are grouped into arrays once per n
+-- rather than at every query: grouping 10,000 vectors of a sampled size took 10-20 ms per
+-- evaluation, the most of an adaptive look (bench/bench_look.py).
+CREATE TABLE IF NOT EXISTS paired_vectors
 (
     n UInt32,
     trim UInt32,
     exact UInt8,
-    vector UInt64,
-    coefficients Array(Float64),
-    signs Array(Float64)
-)
-ENGINE = Memory;
-CREATE TABLE IF NOT EXISTS paired_draws
-(
-    n UInt32,
-    resample UInt32,
-    coefficients Array(Float64)
+    coefficients Array(Array(Float64)),  -- sign_coefficients.sql, one per sign vector
+    signs Array(Array(Float64)),         -- sign_coefficients.sql, in the same order
+    draws Array(Array(Float64))          -- paired_draws.sql, one per resample
 )
 ENGINE = Memory

@@ -7,9 +7,8 @@
 --   file {pairs:String}: as in paired.sql (series UInt64, reference Float64, patched Float64)
 --   file {cutoffs:String}, TabSeparatedWithNames, columns series UInt64, cutoff Float64:
 --     one row per series, the cutoff as a log ratio
---   table sign_coefficients (paired_tables.sql) for every pair count in the input
+--   table paired_vectors (paired_tables.sql) with a row for every pair count in the input
 --   {level:Float64}: the p-value a flag needs, 0.01 (paired.sql's 1 - quantile)
---   {sizes:Array(UInt32)}: the pair counts of the input, as in paired.sql
 -- Output, one row per series:
 --   series UInt64, share Float64   the share of the sign vectors (all of them when exact,
 --     the sampled ones otherwise) whose |statistic| reaches the cutoff AND is rare enough to
@@ -23,8 +22,8 @@ FROM
 (
     SELECT
         series,
-        arrayMap(v -> (abs(arrayDotProduct(v.1, a)), abs(arrayDotProduct(v.2, a))), vectors)
-            AS stats,
+        arrayMap((c, m) -> (abs(arrayDotProduct(c, a)), abs(arrayDotProduct(m, a))),
+                 coefficients, signs) AS stats,
         length(stats) AS total,
         toUInt32(floor({level:Float64} * total + 1e-9)) AS rare,
         if(rare = 0, 0, arraySort(arrayMap(v -> v.1, stats))[total - rare]) AS bar,
@@ -49,12 +48,6 @@ FROM
         SELECT series, cutoff
         FROM file({cutoffs:String}, 'TabSeparatedWithNames', 'series UInt64, cutoff Float64')
     ) AS c USING (series)
-    INNER JOIN
-    (
-        SELECT n, groupArray((coefficients, signs)) AS vectors
-        FROM sign_coefficients
-        WHERE has({sizes:Array(UInt32)}, n)
-        GROUP BY n
-    ) AS v USING (n)
+    INNER JOIN paired_vectors USING (n)
 )
 ORDER BY series

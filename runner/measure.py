@@ -45,19 +45,18 @@ QUERY_LOG_ATTEMPTS = 10
 # calling it hung rather than dead.
 DEATH_GRACE_S = 2.0
 QUERY_LOG_RETRY_S = 0.2
-# The adaptive mode's look (chDB, ~35 ms) leaves the servers' CPU idle, and the first run after
-# such a gap runs slower. In the known-change runs kc23-kc25 and the A/A runs aa19-aa20, the
-# pairs after the first look (run 7 on) carried an alternating component of about 2% that the
-# runs before it, and fixed runs (which never look), did not: in ABBA the side that runs
-# first alternates, so it is noise in every pair rather than bias, and T grows with it.
-# Server time and the server's CPU time show it too, so it is not the client. A 4-5 ms
-# single-threaded query on the server that runs next removes most of it. bench/bench_wake.py
-# (250 cycles each, first run after a look against one after a warm gap): +2.0% and +1.7%
-# without the wake, -0.4% and +1.0% with it (+0.8% with 3M rows, ~1.3 ms). In the runner: the
-# alternating component after the first look, -1.6% to -3.5% in kc23-kc25 and aa19-aa20,
-# was -0.3% and +0.2% in kc26-kc27 and -0.0% in aa21. Not logged (log_queries 0), not a
-# measured run (its time counts in measured_runs_seconds), once per look that did not stop
-# the query; run.json counts them (wake_queries).
+# The adaptive mode's look (chDB, ~20 ms: bench/bench_look.py) leaves the servers' CPU idle, and the
+# first run after such a gap runs slower. In the known-change runs kc23-kc25 and the A/A runs
+# aa19-aa20, the pairs after the first look (run 7 on) carried an alternating component of about 2%
+# that the runs before it, and fixed runs (which never look), did not: in ABBA the side that runs
+# first alternates, so it is noise in every pair rather than bias, and T grows with it. Server time
+# and the server's CPU time show it too, so it is not the client. A 4-5 ms single-threaded query on
+# the server that runs next removes most of it. bench/bench_wake.py (250 cycles each, first run
+# after a look against one after a warm gap): +2.0% and +1.7% without the wake, -0.4% and +1.0% with
+# it (+0.8% with 3M rows, ~1.3 ms). In the runner: the alternating component after the first look,
+# -1.6% to -3.5% in kc23-kc25 and aa19-aa20, was -0.3% and +0.2% in kc26-kc27 and -0.0% in aa21. Not
+# logged (log_queries 0), not a measured run (its time counts in measured_runs_seconds), once per
+# look that did not stop the query; run.json counts them (wake_queries).
 WAKE_QUERY = "SELECT count() FROM numbers(10000000)"
 WAKE_SETTINGS = {"max_threads": "1", "log_queries": "0"}
 

@@ -25,7 +25,7 @@ up to 13 pairs (8192 sign vectors) and sampled with a fixed seed beyond.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -143,6 +143,13 @@ class Paired:
         pairs_file.unlink()
         cutoff_file.unlink()
         return {keys[int(row[0])]: float(row[1]) for row in rows}
+
+    def prepare(self, sizes: Iterable[int]) -> None:
+        """Build the paired_vectors rows of these pair counts now: 40-160 ms each the first
+        time (bench/bench_look.py), which the first statistics of a new pair count would
+        otherwise spend."""
+        for n in sizes:
+            self._ensure(n)
 
     def _ensure(self, n: int) -> None:
         if n in self._sizes:

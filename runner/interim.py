@@ -4,7 +4,7 @@ from `chperf compare` over the artifacts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from compare.engine import SqlEngine
 from compare.paired import PAIRED
@@ -24,6 +24,13 @@ class InterimJudge:
 
     def close(self) -> None:
         self._engine.close()
+
+    def prepare(self, sizes: Iterable[int]) -> None:
+        """Build the paired method's vectors of these pair counts before any run, so that a
+        look's time (between two measured runs, with the servers idle) does not include it.
+        The pooled method builds its splits on first use."""
+        if self._statistics.method == PAIRED:
+            self._statistics.paired.prepare(sizes)
 
     def stats(self, samples: Samples) -> SeriesStats | None:
         return self._statistics.statistics({0: samples}).get(0)

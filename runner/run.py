@@ -290,6 +290,9 @@ class Run:
             timeout = self.options.max_query_seconds
             profiler = Profiler(sets[0], self.options.out, self.options.profile, timeout)
         try:
+            if stop_rule is not None:
+                # every pair count the stop rule looks at (runner/stopping.py is_checkpoint)
+                judge.prepare(range(stop_rule.min_runs, stop_rule.max_runs + 1))
             for test in tests:
                 if self._run_test(measurer, progress, test) and profiler is not None:
                     self._profile(profiler, judge, measurer, test, progress)

@@ -251,3 +251,18 @@ def test_a_process_offset_shows_in_the_per_process_d_not_in_the_statistics(
         {0: Samples(samples.reference, samples.patched, pairs)}
     )
     assert single[0].process_diffs == ()
+
+
+def test_prepared_pair_counts_are_built_once_and_not_again_on_use(engine: SqlEngine) -> None:
+    """One chDB session a process: the module's engine, with pair counts no other test uses."""
+    rows = "SELECT n, count() FROM paired_vectors WHERE n BETWEEN 31 AND 36 GROUP BY n ORDER BY n"
+    assert engine.execute(rows, source="test") == ""
+    Paired(engine).prepare(range(31, 35))
+    Paired(engine).prepare([33, 34])  # another Paired on the session: nothing built twice
+    built = "31\t1\n32\t1\n33\t1\n34\t1\n"
+    assert engine.execute(rows, source="test") == built
+    pairs = [(0.1, 0.1 * (1.05 + 0.01 * (i % 3))) for i in range(33)]
+    found = Paired(engine).statistics({0: pairs, 1: pairs[:31]})
+    assert engine.execute(rows, source="test") == built
+    assert found[0].pairs == 33 and found[1].pairs == 31
+    assert found[0].diff == pytest.approx(0.06, abs=0.01) and found[0].significant

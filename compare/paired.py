@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import count
 from pathlib import Path
 from typing import TypeVar
@@ -103,8 +104,7 @@ class Paired:
         for key in keys:
             if not series[key] or any(min(p) <= 0 for p in series[key]):
                 raise ValueError(f"series {key!r}: no pairs, or a time <= 0")
-        for n in {len(pairs) for pairs in series.values()}:
-            self._ensure(n)
+        self.prepare({len(pairs) for pairs in series.values()})
         path = self._engine.scratch / f"pairs-{next(self._files)}.tsv"
         _write_pairs(path, [series[k] for k in keys])
         low, high = interval_ranks()
@@ -126,8 +126,7 @@ class Paired:
         keys = [k for k in series if k in cutoffs]
         if not keys:
             return {}
-        for n in {len(series[k]) for k in keys}:
-            self._ensure(n)
+        self.prepare({len(series[k]) for k in keys})
         number = next(self._files)
         pairs_file = self._engine.scratch / f"pairs-{number}.tsv"
         cutoff_file = self._engine.scratch / f"cutoffs-{number}.tsv"
@@ -171,13 +170,16 @@ class Paired:
             "resamples": RESAMPLES,
             "draw_seed": DRAW_SEED,
         }
-        self._engine.execute(_GROUP_VECTORS, params, source="paired_tables.sql")
+        self._engine.execute(_group_vectors(), params, source="paired_tables.sql")
         self._sizes.add(n)
 
 
-# One row of paired_vectors: the rows of sign_coefficients.sql and paired_draws.sql for one n,
-# grouped into arrays (their order does not matter: paired.sql sorts or counts over them).
-_GROUP_VECTORS = f"""
+@cache
+def _group_vectors() -> str:
+    """The INSERT of one row of paired_vectors: the rows of sign_coefficients.sql and
+    paired_draws.sql for one n, grouped into arrays (their order does not matter: paired.sql
+    sorts or counts over them). Read on first use, not when the module is imported."""
+    return f"""
 INSERT INTO paired_vectors
 SELECT v.n, v.trim, v.exact, v.coefficients, v.signs, d.draws
 FROM

@@ -1,6 +1,7 @@
 # chperf: two commands set everything up on a fresh Debian 12 machine.
 #   make demo   runs the main job (installed server vs itself + max_block_size overlay)
-#   make test   runs lint, type checks and the test suite
+#   make test   runs lint, type checks and the test suite (unit and integration)
+#   make unit   runs the unit layer alone (no servers, seconds to a minute)
 # Both depend on `make setup`, which is idempotent.
 
 SHELL := /bin/bash
@@ -12,7 +13,7 @@ STAMP_APT := $(TOOLS)/.apt-done
 APT_PACKAGES := clickhouse-server clickhouse-client linux-perf chromium
 INFERNO_VERSION := 0.12.8
 
-.PHONY: setup demo test lint apt venv inferno clean
+.PHONY: setup demo test unit lint apt venv inferno clean
 
 setup: apt venv inferno
 
@@ -52,7 +53,10 @@ lint: venv
 
 test: setup lint
 	$(VENV)/bin/chperf lint perf_tests
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q tests/unit tests/integration
+
+unit: venv
+	$(VENV)/bin/pytest -q tests/unit
 
 clean:
 	rm -rf chperf-out

@@ -19,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from chperf.artifacts import QUERY_LOG, RUNS, read_manifest, read_table
+from artifacts.manifest import read_manifest
+from artifacts.tables import QUERY_LOG, RUNS
+from artifacts.tsv import read_table
 from runner.executor import HttpExecutor
 from runner.server import ServerSpec
 from runner.servers import started_servers

@@ -26,10 +26,10 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from compare.interim import InterimJudge
+from compare.stopping import MAX_RUNS, MIN_RUNS
 from compare.verdict import Thresholds
-from runner.interim import InterimJudge
 from runner.measure import samples_of
-from runner.stopping import MAX_RUNS, MIN_RUNS
 
 SIZES = (7, 10, 13, 16, 20, 25)
 

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/bench_report.py [--queries N] [--runs N] [--repeat N]
 
-Writes a synthetic run (chperf.report.synthetic.write_large_run: ~5% slower, 3% faster, 5%
+Writes a synthetic run (report.synthetic.write_large_run: ~5% slower, 3% faster, 5%
 unstable, each with a run plot and 40 metrics; no flame graphs) into a temporary directory,
 renders it `--repeat` times and prints the time of each stage and the report's size. Prints
 numbers; asserts nothing (tests never assert timings).
@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from chperf.report import render, synthetic
-from chperf.report.flamegraph import FlameGraphs
-from chperf.report.inputs import load_inputs
-from chperf.report.view import build_report
+from report import render, synthetic
+from report.flamegraph import FlameGraphs
+from report.inputs import load_inputs
+from report.view import build_report
 
 TIME_BAR_SECONDS = 5.0
 SIZE_BAR_BYTES = 3 * 1024 * 1024

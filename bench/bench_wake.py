@@ -28,10 +28,10 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from compare.interim import InterimJudge
 from compare.paired import trim_count
 from compare.verdict import Thresholds
 from runner.executor import HttpExecutor
-from runner.interim import InterimJudge
 from runner.measure import WAKE_QUERY, WAKE_SETTINGS, samples_of
 from runner.server import ServerSpec
 from runner.servers import started_servers

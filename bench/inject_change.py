@@ -45,15 +45,15 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from artifacts.manifest import read_manifest
 from bench.runs import LARGE, SMALL, Key, run_pairs
-from chperf.artifacts import read_manifest
 from compare.fdr import FDR_Q, benjamini_hochberg
+from compare.interim import InterimJudge
 from compare.paired import trimmed_mean_diff
 from compare.randomization import SeriesStats
+from compare.stopping import StopRule, is_checkpoint, should_stop
 from compare.verdict import Thresholds, not_on_every_process
-from runner.interim import InterimJudge
 from runner.measure import samples_of
-from runner.stopping import StopRule, is_checkpoint, should_stop
 
 FIXED = 15
 MIN_EFFECT, UNSTABLE = 0.05, 0.10

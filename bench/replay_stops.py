@@ -33,13 +33,14 @@ from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from artifacts.manifest import read_manifest
+from artifacts.tables import QUERY_LOG, RUNS
+from artifacts.tsv import read_table, write_table
 from bench.runs import LARGE, SMALL, Key, run_pairs, truth_undetermined
-from chperf.artifacts import QUERY_LOG, RUNS, read_manifest, read_table, write_table
 from compare import CompareOptions, compare_directory
-from compare.verdict import Thresholds
-from runner.interim import InterimJudge
+from compare.interim import InterimJudge
+from compare.stopping import StopRule, is_checkpoint, should_stop
 from runner.measure import samples_of
-from runner.stopping import StopRule, is_checkpoint, should_stop
 
 FIXED = 15
 
@@ -62,7 +63,7 @@ def main() -> None:
         fdr_q=options.fdr,
         queries=len(runs),
         futility=not args.no_futility,
-        unstable_threshold=None if args.no_extension else options.unstable_threshold,
+        unstable_threshold=None if args.no_extension else options.thresholds.unstable_threshold,
     )
     options_of_run = read_manifest(args.run).get("options") or {}
     sets = int(options_of_run.get("processes") or 1)  # older runs: one process a side
@@ -97,7 +98,7 @@ def _replay(
     rule: StopRule, runs: dict[Key, list[tuple[float, float]]], options: CompareOptions, sets: int
 ) -> tuple[dict[Key, int], int]:
     """Run n of the source ran on process set server_set(n, sets), as the live rule saw it."""
-    judge = InterimJudge(Thresholds(options.min_effect, options.unstable_threshold))
+    judge = InterimJudge(options.thresholds)
     stops: dict[Key, int] = {}
     discoveries = short = 0
     try:

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chperf.artifacts import QUERIES, RUNS, TESTS, read_manifest, read_table
+from artifacts.manifest import read_manifest
+from artifacts.tables import QUERIES, RUNS, TESTS
+from artifacts.tsv import read_table
 from compare.evidence import gather
 from compare.noise import pair_spread
 

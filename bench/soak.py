@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chperf.artifacts import ALL_TABLES, ERRORS, RUNS, read_table
+from artifacts.tables import ALL_TABLES, ERRORS, RUNS
+from artifacts.tsv import read_table
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTS = ("kill patched", "kill reference", "hang patched")

@@ -1,3 +1,7 @@
-"""chperf: side-by-side performance regression check for ClickHouse."""
+"""chperf: side-by-side performance regression check for ClickHouse. This package is the
+command line; the stages live in runner/, compare/, report/ and ci/, the file formats in
+artifacts/."""
 
-__version__ = "0.1.0"
+from artifacts.manifest import CHPERF_VERSION
+
+__version__ = CHPERF_VERSION

@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from chperf.errors import ChperfError, ExitCode
+from artifacts.errors import ChperfError, ExitCode
 from ci import comment, summary
 from ci.env import CiContext, from_environ
 
@@ -98,9 +99,10 @@ def upload_argv(out: Path, ctx: CiContext) -> list[str]:
 
 
 def cmd_upload(args: argparse.Namespace, ctx: CiContext) -> int:
-    from chperf.cli import main as chperf_main
-
-    return chperf_main(upload_argv(args.out, ctx))  # the password: $CHPERF_HISTORY_PASSWORD
+    # chperf as a program, not imported: ci/ sits below the CLI. It reads the password from
+    # $CHPERF_HISTORY_PASSWORD, inherited here, never from its arguments.
+    command = [sys.executable, "-m", "chperf", *upload_argv(args.out, ctx)]
+    return subprocess.run(command, check=False).returncode
 
 
 COMMANDS = {

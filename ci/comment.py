@@ -10,7 +10,7 @@ import json
 import urllib.request
 from typing import Any, Protocol
 
-from chperf.errors import InfrastructureError
+from artifacts.errors import InfrastructureError
 
 PAGE_SIZE = 100
 MAX_PAGES = 30  # 3,000 comments: beyond that we stop looking and post a new one

@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chperf.artifacts import TESTS, read_table
-from chperf.errors import ExitCode
-from chperf.report.display import duration, percent, ratio, ratio_text
+from artifacts.errors import ExitCode
+from artifacts.manifest import load_manifest
+from artifacts.summary import SummaryQuery, read_summary
+from artifacts.tables import TESTS
+from artifacts.tsv import read_table
+from report.display import duration, percent, ratio, ratio_text
 
 STATUS_SCHEMA_VERSION = 1
 SUMMARY_MD = "summary.md"
@@ -67,40 +70,39 @@ class CheckSummary:
 
 
 def load(out: Path, options: SummaryOptions) -> CheckSummary:
-    document, problem = _read_json(out / "summary.json")
-    manifest, _ = _read_json(out / "run.json")
-    if document is None:
+    found = read_summary(out)
+    manifest = load_manifest(out).data
+    summary = found.summary
+    if summary is None:
         code = max(options.exit_code, int(ExitCode.INFRASTRUCTURE))
-        message = f"no verdicts: {problem}"
+        why = "summary.json is missing (the comparison did not run)" if found.missing else ""
+        message = f"no verdicts: {why or '; '.join(found.problems)}"
         return CheckSummary("error", code, message, (), (), (), _servers(manifest))
     files = {t.test: t.file for t in read_table(out, TESTS).rows}
-    lines = [_line(q, files) for q in document.get("queries", []) if isinstance(q, dict)]
-    derived = ExitCode.OK if document.get("status") == "success" else ExitCode.CHECK_FAILED
+    lines = [_line(q, files) for q in summary.queries]
+    derived = ExitCode.OK if summary.status == "success" else ExitCode.CHECK_FAILED
     code = max(options.exit_code, int(derived))
     status = {0: "success", 1: "failure"}.get(code, "error")
-    counts = document.get("counts") if isinstance(document.get("counts"), dict) else {}
-    assert isinstance(counts, dict)
     return CheckSummary(
         status=status,
         exit_code=code,
-        message=str(document.get("message") or ""),
-        counts=tuple((str(k), int(v)) for k, v in counts.items()),
+        message=summary.message,
+        counts=summary.counts,
         changed=tuple(_ordered([q for q in lines if q.verdict in LISTED_VERDICTS])),
         unstable=tuple(q for q in lines if q.verdict == "unstable"),
         servers=_servers(manifest),
     )
 
 
-def _line(q: dict[str, Any], files: dict[str, str]) -> QueryLine:
-    test = str(q.get("test", ""))
+def _line(q: SummaryQuery, files: dict[str, str]) -> QueryLine:
     return QueryLine(
-        test=test,
-        query_index=int(q.get("query_index", 0)),
-        verdict=str(q.get("verdict", "")),
-        reference_median=_number(q.get("reference_median")),
-        patched_median=_number(q.get("patched_median")),
-        threshold=_number(q.get("threshold")),
-        file=files.get(test, ""),
+        test=q.test,
+        query_index=q.query_index,
+        verdict=q.verdict,
+        reference_median=q.reference_median,
+        patched_median=q.patched_median,
+        threshold=q.threshold,
+        file=files.get(q.test, ""),
     )
 
 
@@ -111,10 +113,6 @@ def _ordered(lines: list[QueryLine]) -> list[QueryLine]:
         return (LISTED_VERDICTS.index(q.verdict), biggest_first, q.test, q.query_index)
 
     return sorted(lines, key=key)
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
 
 
 def _servers(manifest: dict[str, Any] | None) -> str:
@@ -129,18 +127,6 @@ def _servers(manifest: dict[str, Any] | None) -> str:
     runs = (manifest.get("options") or {}).get("runs")
     shards = len(manifest.get("shards") or []) or 1
     return f"{side('reference')} vs {side('patched')}; {runs} runs per side; {shards} shard(s)"
-
-
-def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
-    if not path.exists():
-        return None, f"{path.name} is missing (the comparison did not run)"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        return None, f"{path.name} cannot be read: {e}"
-    if not isinstance(data, dict):
-        return None, f"{path.name} is not a JSON object"
-    return data, ""
 
 
 # --- rendering (pure) -------------------------------------------------------------------------

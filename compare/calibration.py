@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chperf.artifacts import escape, unescape
-from chperf.errors import ChperfError
+from artifacts.errors import ChperfError
+from artifacts.tsv import escape, unescape
 from compare.verdict import QueryVerdict
 
 CALIBRATION_FILE = "calibration.tsv"

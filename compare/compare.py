@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from chperf.artifacts import PATCHED, REFERENCE, SIDES, read_manifest
-from chperf.errors import ChperfError, ExitCode
+from artifacts.errors import ChperfError, ExitCode
+from artifacts.manifest import read_manifest
+from artifacts.summary import write_summary
+from artifacts.tables import PATCHED, REFERENCE, SIDES
 from compare.bootstrap import Bootstrap, RatioInterval
 from compare.calibration import (
     CALIBRATED,
@@ -30,22 +32,14 @@ from compare.evidence import Evidence, GlobalProblem, gather
 from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_level
 from compare.metrics import gather_metrics
 from compare.noise import machine_noise
-from compare.outputs import (
-    MetricRow,
-    summary_document,
-    write_metrics,
-    write_summary,
-    write_verdicts,
-)
+from compare.outputs import MetricStats, summary_document, write_metrics, write_verdicts
 from compare.paired import PAIRED, smallest_p_value
 from compare.randomization import SAMPLED_SPLITS, Samples, SeriesStats
 from compare.statistics import QueryStatistics
 from compare.verdict import (
     EQUIVALENT,
     INCONCLUSIVE,
-    MIN_EFFECT,
     MIN_RUNS,
-    UNSTABLE_THRESHOLD,
     FdrStatus,
     QueryEvidence,
     QueryVerdict,
@@ -71,8 +65,7 @@ _MESSAGE_ORDER = (
 
 @dataclass(frozen=True)
 class CompareOptions:
-    min_effect: float = MIN_EFFECT
-    unstable_threshold: float = UNSTABLE_THRESHOLD
+    thresholds: Thresholds = field(default_factory=Thresholds)
     fail_on_unstable: bool = False
     method: str = PAIRED  # compare/statistics.py: paired (default) or pooled
     fdr: float | None = FDR_Q  # Benjamini-Hochberg q; None: no false-discovery control
@@ -118,7 +111,7 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
             write_calibration(
                 out, calibration_rows(verdicts, _flag_rates(verdicts, statistics, measurable))
             )
-    metrics = [MetricRow(t, q, m, s) for (t, q, m), s in metric_stats.items()]
+    metrics = [MetricStats(t, q, m, s) for (t, q, m), s in metric_stats.items()]
     notes = [GlobalProblem(p, fails_check=False) for p in metric_series.problems]
     result = judge(verdicts, evidence, [*evidence.problems, *notes], options)
     result = replace(result, fdr=discoveries)
@@ -174,7 +167,7 @@ def _discoveries(
 
 
 def _classify(evidence: Evidence, extra: _Extra, options: CompareOptions) -> list[QueryVerdict]:
-    thresholds = Thresholds(options.min_effect, options.unstable_threshold)
+    thresholds = options.thresholds
     fdr: dict[tuple[str, int], FdrStatus] = {}
     if extra.discoveries is not None:
         d = extra.discoveries

@@ -14,7 +14,7 @@ from types import TracebackType
 
 from chdb import session as chdb_session
 
-from chperf.errors import InfrastructureError
+from artifacts.errors import InfrastructureError
 
 SQL_DIR = Path(__file__).resolve().parent
 

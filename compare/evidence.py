@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from chperf.artifacts import (
+from artifacts.tables import (
     ERRORS,
     PATCHED,
     QUERIES,
@@ -29,12 +29,10 @@ from chperf.artifacts import (
     WHOLE_TEST,
     ErrorRow,
     QueryRow,
-    ReadProblem,
     RunRow,
-    TableContents,
     TestRow,
-    read_table,
 )
+from artifacts.tsv import ReadProblem, TableContents, read_table
 from compare.randomization import Samples
 from compare.verdict import Failure, QueryEvidence
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from chperf.artifacts import (
+from artifacts.tables import (
     PATCHED,
     PROFILE_EVENTS,
     QUERY_LOG,
@@ -18,8 +18,8 @@ from chperf.artifacts import (
     SIDES,
     ProfileEventRow,
     QueryLogRow,
-    read_table,
 )
+from artifacts.tsv import read_table
 from compare.randomization import Samples
 
 SERVER_TIME = "server_time"  # the metric name of query_log's query_duration_ms, in seconds

@@ -34,13 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from chperf.artifacts import (
-    PATCHED,
-    REFERENCE,
-    STAGE_PARSE,
-    STAGE_RUN,
-    STAGE_SERVER,
-)
+from artifacts.tables import PATCHED, REFERENCE, STAGE_PARSE, STAGE_RUN, STAGE_SERVER
 from compare.bootstrap import CONFIDENCE, RatioInterval
 from compare.randomization import SeriesStats
 

@@ -19,13 +19,11 @@ Static checks, all on the expanded statements of each test:
 from __future__ import annotations
 
 import re
-import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from chperf.errors import ChperfError, ExitCode
+from artifacts.errors import ChperfError
 from runner.testdef import Location, Statement, TestDef, TestDefError, discover, load_test
 
 
@@ -318,70 +316,3 @@ def _judge_measured(m: MeasuredQuery, where: Location) -> Iterable[LintProblem]:
             "remove sources of noise (tiny or huge runtimes, memory-bound work, "
             "nondeterministic data) or make the query heavier",
         )
-
-
-def _read_verdicts(out: Path) -> list[MeasuredQuery]:
-    from chperf.artifacts import unescape
-
-    lines = (out / "verdicts.tsv").read_text(encoding="utf-8").splitlines()
-    header = lines[0].split("\t")
-    measured = []
-    for line in lines[1:]:
-        row = dict(zip(header, line.split("\t"), strict=True))
-        measured.append(
-            MeasuredQuery(
-                test=row["test"],
-                query_index=int(row["query_index"]),
-                verdict=row["verdict"],
-                reason=unescape(row["reason"]),
-                reference_median=_float_or_none(row["reference_median"]),
-                threshold=_float_or_none(row["threshold"]),
-            )
-        )
-    return measured
-
-
-def _float_or_none(text: str) -> float | None:
-    return None if text == "\\N" else float(text)
-
-
-def measure_problems(paths: Sequence[Path]) -> list[LintProblem]:
-    """Run the tests A/A on the installed server (the runner's defaults) and judge them."""
-    # Imported here: the static checks must not need the runner, servers or chDB.
-    from chperf.cli import default_server_binary
-    from compare.compare import CompareOptions, compare_directory
-    from runner.profiler import ProfileOptions
-    from runner.run import RunOptions, run
-    from runner.server import ServerSpec
-
-    binary = Path(default_server_binary())
-    tests = [load_test(p) for p in discover(paths)]
-    locations = {(t.name, q.index): q.location for t in tests for q in t.queries}
-    with tempfile.TemporaryDirectory(prefix="chperf-lint-") as tmp:
-        out = Path(tmp) / "out"
-        options = RunOptions(
-            reference=ServerSpec("reference", binary),
-            patched=ServerSpec("patched", binary),
-            tests=tuple(paths),
-            out=out,
-            profile=ProfileOptions(mode="none"),
-        )
-        run(options)
-        compare_directory(out, CompareOptions())
-        return measured_problems(_read_verdicts(out), locations)
-
-
-def lint_main(paths: list[Path], measure: bool) -> int:
-    """`chperf lint`: print problems to stderr; exit 0 clean, 1 problems, 2 unreadable input."""
-    try:
-        problems = lint_paths(paths)
-        if measure:
-            problems += measure_problems(paths)
-    except ChperfError as e:
-        print(f"chperf lint: {e}", file=sys.stderr)
-        return int(e.exit_code)
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    count = len(problems)
-    print(f"chperf lint: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
-    return int(ExitCode.CHECK_FAILED if problems else ExitCode.OK)

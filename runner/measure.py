@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chperf.artifacts import (
+from artifacts.errors import InfrastructureError
+from artifacts.tables import (
     ERRORS,
     PATCHED,
     PROFILE_EVENTS,
@@ -28,16 +29,15 @@ from chperf.artifacts import (
     QueryLogRow,
     RunRow,
     StopRow,
-    TableWriter,
 )
-from chperf.errors import InfrastructureError
+from artifacts.tsv import TableWriter
+from compare.interim import InterimJudge
 from compare.randomization import Samples
+from compare.stopping import StopDecision, StopRule, is_checkpoint, should_stop
 from runner.control import QueryLogEntry
 from runner.executor import HttpExecutor, QueryOutcome
-from runner.interim import InterimJudge
 from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label, server_set
 from runner.servers import ServerPair
-from runner.stopping import StopDecision, StopRule, is_checkpoint, should_stop
 from runner.testdef import TestDef, TestQuery
 
 QUERY_LOG_ATTEMPTS = 10

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chperf.artifacts import SIDES
+from artifacts.tables import SIDES
 from runner.executor import HttpExecutor
 from runner.schedule import abba_pair, query_id
 from runner.servers import ServerPair

@@ -1,11 +1,11 @@
 """Progress on stderr: test, query, runs done, elapsed and ETA.
 
-On a terminal the line is redrawn in place; otherwise one line per query (CI logs).
+On a terminal the line is redrawn in place (the CLI decides); otherwise one line per query
+(CI logs).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import TextIO
@@ -23,12 +23,14 @@ def format_duration(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total_queries: int, runs: int, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, total_queries: int, runs: int, stream: TextIO | None = None, redraw: bool = False
+    ) -> None:
         self.total = total_queries
         self.runs = runs
         self.done = 0
         self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty() and "NO_COLOR" not in os.environ
+        self.tty = redraw  # redraw one line in place: a terminal, and NO_COLOR unset
         self.start = time.monotonic()
         self.current = ""
 

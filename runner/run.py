@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -14,10 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from chperf import __version__
-from chperf.artifacts import (
+from artifacts.errors import ChperfError
+from artifacts.manifest import CHPERF_VERSION, write_manifest
+from artifacts.outdir import prepare_out_dir
+from artifacts.tables import (
     BOTH,
-    MANIFEST,
     SIDES,
     STAGE_PARSE,
     STAGE_SETUP,
@@ -26,14 +26,13 @@ from chperf.artifacts import (
     ErrorRow,
     QueryRow,
     TestRow,
-    write_manifest,
 )
-from chperf.errors import ChperfError
+from compare.interim import InterimJudge
 from compare.paired import PAIRED
+from compare.stopping import StopRule
 from compare.verdict import Thresholds, Verdict
 from runner.environment import environment_warnings
 from runner.executor import HttpExecutor, QueryOutcome
-from runner.interim import InterimJudge
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers, samples_of
 from runner.pinning import AUTO, Pinning, PinRequest
@@ -54,8 +53,6 @@ from runner.settle import (
     settle,
     wait_for_merges,
 )
-from runner.shard import Shard, ShardWeights, select_paths
-from runner.stopping import StopRule
 from runner.testdef import (
     Location,
     Statement,
@@ -71,6 +68,16 @@ SETUP_TIMEOUT_S = 600.0
 SETUP_KINDS = ("create_query", "fill_query")  # run in document order, as written
 # Interim verdicts that get profile runs by default: what a developer will want explained.
 PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE})
+
+
+@dataclass(frozen=True)
+class ShardSelection:
+    """The test files of one shard of a check, chosen before the run (ci/shard.py)."""
+
+    label: str  # K/N, e.g. 2/4
+    count: int  # N: the merged run has about N times this shard's queries
+    files: tuple[Path, ...]
+    weights_source: str | None = None  # the weights file that balanced the shards
 
 
 @dataclass(frozen=True)
@@ -92,10 +99,10 @@ class RunOptions:
     keep_servers_dir: bool = False
     servers_dir: Path | None = None  # where the servers' temporary directories go
     force: bool = False
-    shard: Shard | None = None  # None: every test
-    shard_weights: ShardWeights | None = None
+    shard: ShardSelection | None = None  # None: every test
     pin: PinRequest = AUTO  # --pin-cpu; `run` resolves it into the server specs' cpus
     pinning: Pinning | None = None  # how `pin` was resolved (set by `run`)
+    redraw_progress: bool = False  # redraw the progress line in place (a terminal)
 
     def manifest_options(self) -> dict[str, object]:
         return {
@@ -120,8 +127,8 @@ class RunOptions:
             "min_effect": self.thresholds.min_effect,
             "unstable_threshold": self.thresholds.unstable_threshold,
             "method": self.method,
-            "shard": str(self.shard) if self.shard else None,
-            "shard_weights": self.shard_weights.source if self.shard_weights else None,
+            "shard": self.shard.label if self.shard else None,
+            "shard_weights": self.shard.weights_source if self.shard else None,
         }
 
 
@@ -131,51 +138,14 @@ class LoadedTests:
     problems: tuple[tuple[str, Path, TestDefError], ...]  # (test name, file, error)
 
 
-def prepare_out_dir(out: Path, force: bool) -> None:
-    """Fail before any server starts when OUT cannot take this run's artifacts."""
-    if out.exists() and not out.is_dir():
-        raise ChperfError(f"output {out} exists and is not a directory")
-    if out.exists() and any(out.iterdir()):
-        if not (out / MANIFEST).exists() and not force:
-            raise ChperfError(
-                f"output directory {out} is not empty and holds no chperf run",
-                hint="choose another --out, or pass --force to replace its contents",
-            )
-        if not force:
-            raise ChperfError(
-                f"output directory {out} already holds a run ({out / MANIFEST})",
-                hint="choose another --out, or pass --force to overwrite it",
-            )
-        _clear_previous_run(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".chperf-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise ChperfError(
-            f"output directory {out} is not writable: {e.strerror}",
-            hint="choose a writable --out",
-        ) from e
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise ChperfError(f"output directory {out} is not writable")
-
-
-def _clear_previous_run(out: Path) -> None:
-    for item in out.iterdir():
-        if item.is_dir() and not item.is_symlink():
-            shutil.rmtree(item)
-        else:
-            item.unlink()
-
-
 def load_tests(options: RunOptions) -> LoadedTests:
     tests: list[TestDef] = []
     problems: list[tuple[str, Path, TestDefError]] = []
     seen: dict[str, Path] = {}
     paths = discover(list(options.tests))
     if options.shard is not None:
-        paths = select_paths(paths, options.shard, options.shard_weights)
+        chosen = set(options.shard.files)
+        paths = [p for p in paths if p in chosen]
     for path in paths:
         name = path.stem
         if options.test_names and name not in options.test_names:
@@ -215,7 +185,7 @@ class Run:
         self.loaded = loaded
         self.writers = Writers(options.out)
         self.manifest: dict[str, object] = {
-            "chperf_version": __version__,
+            "chperf_version": CHPERF_VERSION,
             "run_id": str(uuid.uuid4()),
             "status": "running",
             "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -269,7 +239,7 @@ class Run:
             for t in tests
             if self.options.long or not t.is_long
         )
-        progress = Progress(total_queries=total, runs=self.options.runs)
+        progress = Progress(total, self.options.runs, redraw=self.options.redraw_progress)
         stop_rule = self.options.stop_rule
         if stop_rule is not None:
             # m of compare's BH step; a shard's merged run has about N times its queries.
@@ -330,7 +300,7 @@ class Run:
         """Profile runs after the test's measured runs, so they cannot disturb them."""
         sets = len(measurer.sets)
         samples = {index: samples_of(times, sets) for index, times in measurer.samples.items()}
-        verdicts = judge.verdicts(test, samples)
+        verdicts = judge.verdicts(test.name, test.max_ignored_relative_change, samples)
         for query in selected_queries(test, self.options):
             verdict = verdicts.get(query.index)
             wanted = self.options.profile.mode == "all" or verdict in PROFILED_VERDICTS

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chperf.artifacts import PATCHED, REFERENCE
+from artifacts.tables import PATCHED, REFERENCE
 
 
 @dataclass(frozen=True)

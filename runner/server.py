@@ -7,6 +7,7 @@ import ctypes
 import functools
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,13 +17,22 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chperf.errors import InfrastructureError
+from artifacts.errors import InfrastructureError
 from runner.serverconfig import LISTEN_HOST, Ports, ServerLayout, write_server_files
 
 READY_TIMEOUT_S = 60.0  # an 18.16 server with an empty data dir is ready in ~1 s
 STOP_TIMEOUT_S = 20.0  # SIGTERM grace period before SIGKILL
 LOG_TAIL_LINES = 20
 _PR_SET_PDEATHSIG = 1
+
+
+def default_server_binary() -> str:
+    """The installed server: Debian's clickhouse-server, or a single-binary `clickhouse`."""
+    for candidate in ("clickhouse-server", "/usr/sbin/clickhouse-server", "clickhouse"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return "clickhouse-server"
 
 
 @dataclass(frozen=True)

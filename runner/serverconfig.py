@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from chperf.errors import ChperfError
+from artifacts.errors import ChperfError
 
 LISTEN_HOST = "127.0.0.1"
 # System logs are flushed explicitly (SYSTEM FLUSH LOGS) when chperf reads them, after each

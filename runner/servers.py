@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chperf.artifacts import PATCHED, REFERENCE
-from chperf.errors import InfrastructureError
+from artifacts.errors import InfrastructureError
+from artifacts.tables import PATCHED, REFERENCE
 from runner.control import ControlClient
 from runner.server import (
     READY_TIMEOUT_S,

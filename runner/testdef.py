@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chperf.errors import ChperfError
+from artifacts.errors import ChperfError
 
 
 @dataclass(frozen=True)

@@ -65,3 +65,11 @@ def process_exists(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/status")
     return status.exists() and "State:\tZ" not in status.read_text()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/integration starts real servers (or a real browser)."""
+    integration = REPO / "tests" / "integration"
+    for item in items:
+        if integration in item.path.parents:
+            item.add_marker(pytest.mark.integration)

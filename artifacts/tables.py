@@ -1,0 +1,162 @@
+"""The runner's tables: what was measured, what failed, and why each query stopped.
+
+Format history (the run's ``schema_version``, artifacts/manifest.py):
+  1 -- queries, runs, query_log, profile_events, errors, tests tables; stops.tsv (why each
+       query's measurement ended) added compatibly: readers treat a missing stops.tsv as
+       "not recorded"; runs.tsv gained `process` at the end (default 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from artifacts.tsv import Columns, Table, read_columns, unescape
+
+# Stages in errors.tsv: where a problem happened.
+STAGE_PARSE = "parse"  # the test file could not be read
+STAGE_SETUP = "setup"  # create/fill queries
+STAGE_PREWARM = "prewarm"
+STAGE_RUN = "run"
+STAGE_TEARDOWN = "teardown"  # drop queries after the test
+STAGE_SERVER = "server"  # a server died, hung or was restarted
+STAGE_QUERY_LOG = "query_log"  # reading system.query_log after the runs
+
+# Sides. The test-level pseudo side for problems that concern both servers.
+REFERENCE = "reference"
+PATCHED = "patched"
+BOTH = "both"
+SIDES = (REFERENCE, PATCHED)
+
+# query_index used in errors.tsv for a problem of the whole test (parse, setup).
+WHOLE_TEST = -1
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    test: str
+    query_index: int
+    query: str
+    max_ignored_relative_change: float | None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    test: str
+    query_index: int
+    server: str
+    run: int
+    query_id: str
+    client_time: float  # seconds, wall time around the run with the result fully received
+    process: int = 0  # which server process of its side ran it (runner/schedule.server_set)
+
+
+@dataclass(frozen=True)
+class QueryLogRow:
+    test: str
+    query_index: int
+    server: str
+    run: int
+    query_id: str
+    server_time: float  # seconds (query_duration_ms / 1000)
+    read_rows: int
+    read_bytes: int
+    memory_usage: int
+
+
+@dataclass(frozen=True)
+class ProfileEventRow:
+    query_id: str
+    server: str
+    event: str
+    value: int
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    test: str
+    query_index: int  # WHOLE_TEST for problems of the whole test
+    server: str  # reference, patched or both
+    stage: str
+    error_code: int  # ClickHouse error code, 0 when there is none
+    message: str
+
+
+@dataclass(frozen=True)
+class TestRow:
+    test: str
+    file: str
+    status: str  # ran, skipped, error
+    reason: str
+    wall_time: float  # seconds spent on the test, setup and teardown included
+
+
+@dataclass(frozen=True)
+class StopRow:
+    """Why the measurement of a query ended (adaptive mode; fixed mode: "fixed N runs")."""
+
+    test: str
+    query_index: int
+    runs: int  # measured runs per side when it stopped
+    reason: str
+
+
+QUERIES = Table("queries.tsv", QueryRow)
+RUNS = Table("runs.tsv", RunRow)
+QUERY_LOG = Table("query_log.tsv", QueryLogRow)
+PROFILE_EVENTS = Table("profile_events.tsv", ProfileEventRow)
+ERRORS = Table("errors.tsv", ErrorRow)
+TESTS = Table("tests.tsv", TestRow)
+STOPS = Table("stops.tsv", StopRow)
+ALL_TABLES: tuple[Table[Any], ...] = (
+    QUERIES,
+    RUNS,
+    QUERY_LOG,
+    PROFILE_EVENTS,
+    ERRORS,
+    TESTS,
+    STOPS,
+)
+
+
+class RunTime(NamedTuple):
+    """The client time of one run (a NamedTuple: a run directory holds ~100k of them)."""
+
+    test: str
+    query_index: int
+    server: str
+    run: int
+    client_time: float  # seconds
+
+
+class ServerTime(NamedTuple):
+    """The server's own duration of one run."""
+
+    test: str
+    query_index: int
+    server: str
+    server_time: float  # seconds
+
+
+_RUN_TIME = ("test", "query_index", "server", "run", "client_time")
+_SERVER_TIME = ("test", "query_index", "server", "server_time")
+
+
+def read_run_times(directory: Path) -> Columns[RunTime]:
+    """runs.tsv reduced to what the report plots, read by column name: fast on 100k rows."""
+    return read_columns(directory, RUNS.file, _RUN_TIME, _RUN_TIME, _run_time)
+
+
+def read_server_times(directory: Path) -> Columns[ServerTime]:
+    """query_log.tsv reduced to the server's duration of each run."""
+    return read_columns(directory, QUERY_LOG.file, _SERVER_TIME, _SERVER_TIME, _server_time)
+
+
+def _run_time(v: Sequence[str]) -> RunTime:
+    return RunTime(unescape(v[0]), int(v[1]), v[2], int(v[3]), float(v[4]))
+
+
+def _server_time(v: Sequence[str]) -> ServerTime:
+    return ServerTime(unescape(v[0]), int(v[1]), v[2], float(v[3]))

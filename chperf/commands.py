@@ -1,0 +1,101 @@
+"""What each subcommand does: the only place that knows every stage."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from artifacts.errors import ChperfError, ExitCode
+from artifacts.outdir import prepare_out_dir
+from chperf import lint, options
+from ci import merge
+from ci.history.jobs import show_history, upload_run
+from ci.history.records import build_batch
+from compare.compare import CompareOptions, compare_directory
+from report import render_report
+from runner.run import run
+
+MAX_PRINTED_FAILURES = 20
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    run_options = options.run_options(args)
+    run(run_options)
+    print(f"chperf: artifacts in {run_options.out}", file=sys.stderr)
+    return analyze(run_options.out, options.compare_options(args))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    return int(_compare(args.out, options.compare_options(args)))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    return int(_report(args.out))
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    return lint.lint_main(list(args.paths) or [options.default_tests_dir()], args.measure)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    shards = merge.load_shards(args.shards)
+    if any(args.out.resolve() == s.directory.resolve() for s in shards):
+        raise ChperfError(f"--out {args.out} is one of the shards", hint="merge into a new dir")
+    prepare_out_dir(args.out, args.force)
+    merge.merge(shards, args.out)
+    print(f"chperf: merged {len(shards)} shards into {args.out}", file=sys.stderr)
+    return analyze(args.out, options.compare_options(args))
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    labels = options.labels(args.label)
+    batch = build_batch(args.out, labels, datetime.now(UTC))  # bad input: before connecting
+    target = options.history_target(args, os.environ)
+    for line in upload_run(batch, target):
+        print(f"chperf: {line}", file=sys.stderr)
+    return int(ExitCode.OK)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    target = options.history_target(args, os.environ)
+    sys.stdout.write(show_history(target, args.test, args.query_index, args.limit))
+    return int(ExitCode.OK)
+
+
+def analyze(out: Path, compare: CompareOptions) -> int:
+    """compare, then report. Errors while building the report fail the check too (the
+    report's status line says so): a report that may be missing something is not green."""
+    return int(max(_compare(out, compare), _report(out)))
+
+
+def _compare(out: Path, compare: CompareOptions) -> ExitCode:
+    result = compare_directory(out, compare)
+    print(f"chperf: {result.status}: {result.message}", file=sys.stderr)
+    for failure in result.failures[:MAX_PRINTED_FAILURES]:
+        print(f"chperf:   {failure}", file=sys.stderr)
+    if len(result.failures) > MAX_PRINTED_FAILURES:
+        more = len(result.failures) - MAX_PRINTED_FAILURES
+        print(f"chperf:   ... and {more} more", file=sys.stderr)
+    return result.exit_code
+
+
+def _report(out: Path) -> ExitCode:
+    rendered = render_report(out)
+    for problem in rendered.problems:
+        print(f"chperf: report: {problem}", file=sys.stderr)
+    print(f"chperf: report in {rendered.path}", file=sys.stderr)
+    return ExitCode.CHECK_FAILED if rendered.problems else ExitCode.OK
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "compare": cmd_compare,
+    "report": cmd_report,
+    "lint": cmd_lint,
+    "merge": cmd_merge,
+    "upload": cmd_upload,
+    "history": cmd_history,
+}

@@ -1,0 +1,191 @@
+"""Every subcommand and flag of `chperf`. docs/cli.md is generated from this parser."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ci.history.target import PASSWORD_ENV, URL_FORM
+from ci.shard import Shard
+from compare.compare import CompareOptions
+from compare.paired import METHODS
+from runner import pinning
+from runner.profiler import ProfileOptions
+from runner.run import RunOptions
+
+DESCRIPTION = "Side-by-side performance regression check for ClickHouse."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chperf", description=DESCRIPTION)
+    parser.add_argument("-v", "--verbose", action="store_true", help="tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_run(commands.add_parser("run", help="run the tests on both servers"))
+    compare = commands.add_parser("compare", help="compute verdicts from artifacts")
+    compare.add_argument("out", type=Path)
+    _add_compare_options(compare)
+    report = commands.add_parser("report", help="render OUT/report.html from artifacts")
+    report.add_argument("out", type=Path)
+    lint = commands.add_parser("lint", help="check test files for designed-in instability")
+    lint.add_argument("paths", type=Path, nargs="*", default=[])
+    lint.add_argument("--measure", action="store_true", help="also measure on the server")
+    _add_merge(commands.add_parser("merge", help="merge shard runs, recompute verdicts, report"))
+    upload = commands.add_parser("upload", help="store a run in the history database")
+    upload.add_argument("out", type=Path)
+    upload.add_argument(
+        "--label", action="append", default=[], metavar="KEY=VALUE", help="e.g. pr=123"
+    )
+    _add_history_target(upload)
+    history = commands.add_parser("history", help="a test's past medians and verdicts")
+    history.add_argument("--test", required=True)
+    history.add_argument("--query-index", type=int, default=None)
+    history.add_argument("--limit", type=int, default=None, help="newest runs shown")
+    _add_history_target(history)
+    return parser
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reference", default=None, help="reference server binary")
+    p.add_argument("--patched", default=None, help="patched server binary")
+    p.add_argument("--reference-config", type=Path, action="append", default=[])
+    p.add_argument("--patched-config", type=Path, action="append", default=[])
+    p.add_argument("--tests", type=Path, nargs="+", default=None, help="files or directories")
+    p.add_argument("--test", action="append", default=[], help="run only this test")
+    p.add_argument("--query-index", type=int, action="append", default=[])
+    p.add_argument(
+        "--runs",
+        type=_positive_int,
+        default=None,
+        help="fixed number of measured runs per side (default: adaptive run counts)",
+    )
+    p.add_argument(
+        "--processes",
+        type=_positive_int,
+        default=RunOptions.processes,
+        help="server processes per side; runs alternate between them in blocks of two, and a "
+        f"change must show on each (default {RunOptions.processes}; 1: one process a side)",
+    )
+    p.add_argument(
+        "--pin-cpu",
+        type=_pin_request,
+        default=pinning.AUTO,
+        metavar="CPUS",
+        help="auto (default): when every test runs with max_threads 1, all servers share the "
+        "highest CPU, so both servers of a pair go through whatever that vCPU does; none: any "
+        "CPU; or CPU numbers, e.g. 1 or 0,1",
+    )
+    p.add_argument("--min-runs", type=_positive_int, default=None, help="adaptive: minimum")
+    p.add_argument("--max-runs", type=_positive_int, default=None, help="adaptive: maximum")
+    profile = p.add_mutually_exclusive_group()
+    profile.add_argument("--profile-all", action="store_true", help="profile every query")
+    profile.add_argument("--no-profile", action="store_true", help="no profile runs")
+    p.add_argument("--profile-seconds", type=float, default=ProfileOptions.seconds)
+    p.add_argument("--profile-budget", type=float, default=ProfileOptions.budget_seconds)
+    p.add_argument("--long", action="store_true", help="also run tests tagged long")
+    p.add_argument("--out", type=Path, default=Path("chperf-out"))
+    p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
+    p.add_argument("--max-query-seconds", type=float, default=RunOptions.max_query_seconds)
+    p.add_argument("--keep-servers-dir", action="store_true")
+    p.add_argument("--servers-dir", type=Path, default=None, help="parent of server dirs")
+    p.add_argument("--shard", type=_shard, default=None, help="K/N: run shard K")
+    p.add_argument("--shard-weights", type=Path, default=None, help="tests.tsv of a past run")
+    _add_compare_options(p)
+
+
+def _add_merge(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shards", type=Path, nargs="+", help="output directories of the shards")
+    p.add_argument("--out", type=Path, required=True, help="the merged run's directory")
+    p.add_argument("--force", action="store_true", help="overwrite a run in --out")
+    _add_compare_options(p)
+
+
+def _add_compare_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-effect", type=_fraction, default=None)
+    p.add_argument("--unstable-threshold", type=_fraction, default=None)
+    p.add_argument("--fail-on-unstable", action="store_true")
+    p.add_argument(
+        "--method",
+        choices=METHODS,
+        default=CompareOptions.method,
+        help="paired: within ABBA pairs (default); pooled: ClickHouse's pooled runs",
+    )
+    p.add_argument(
+        "--fdr",
+        type=_fdr_level,
+        default=CompareOptions.fdr,
+        metavar="Q",
+        help="Benjamini-Hochberg false-discovery rate over all queries "
+        f"(default {CompareOptions.fdr}; 0: off)",
+    )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="calibration.tsv of an A/A run",
+    )
+    p.add_argument(
+        "--aa",
+        action="store_true",
+        help="A/A calibration: patched = the reference server (run); write OUT/calibration.tsv",
+    )
+
+
+def _add_history_target(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--history-url", default=None, help=URL_FORM)
+    where.add_argument("--history-config", type=Path, default=None, help="TOML: url, ...")
+    p.add_argument(
+        "--history-password-file",
+        type=Path,
+        default=None,
+        help=f"file holding the password (default: ${PASSWORD_ENV})",
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a positive integer")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{text}: expected a fraction such as 0.05 for 5%")
+    return value
+
+
+def _fdr_level(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a q in [0, 1], e.g. 0.05; 0 is off")
+    return value
+
+
+def _shard(text: str) -> Shard:
+    try:
+        return Shard.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def _pin_request(text: str) -> pinning.PinRequest:
+    """auto, none, or comma-separated CPU numbers, each one this process may run on."""
+    if text in (pinning.AUTO, pinning.NONE):
+        return text
+    allowed = os.sched_getaffinity(0)
+    try:
+        cpus = tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text}: expected auto, none or CPU numbers, e.g. 1 or 0,1"
+        ) from None
+    if not set(cpus) <= allowed:
+        raise argparse.ArgumentTypeError(
+            f"{text}: CPU {min(set(cpus) - allowed)} is not available here "
+            f"(available: {','.join(map(str, sorted(allowed)))})"
+        )
+    return cpus

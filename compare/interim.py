@@ -1,0 +1,61 @@
+"""Verdicts while the run goes on, from client times only, with compare's own statistics
+and rules: used to choose which queries get profile runs. The final verdicts always come
+from `chperf compare` over the artifacts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from compare.engine import SqlEngine
+from compare.paired import PAIRED
+from compare.randomization import Samples, SeriesStats
+from compare.statistics import QueryStatistics
+from compare.verdict import MIN_RUNS, QueryEvidence, Thresholds, Verdict, classify
+
+QueryKey = tuple[str, int]
+
+
+class InterimJudge:
+    def __init__(self, thresholds: Thresholds, method: str = PAIRED) -> None:
+        self.thresholds = thresholds
+        self._engine = SqlEngine()
+        self._statistics = QueryStatistics(self._engine, method)
+
+    def close(self) -> None:
+        self._engine.close()
+
+    def prepare(self, sizes: Iterable[int]) -> None:
+        """Build the paired method's vectors of these pair counts before any run, so that a
+        look's time (between two measured runs, with the servers idle) does not include it.
+        The pooled method builds its splits on first use."""
+        if self._statistics.method == PAIRED:
+            self._statistics.paired.prepare(sizes)
+
+    def stats(self, samples: Samples) -> SeriesStats | None:
+        return self._statistics.statistics({0: samples}).get(0)
+
+    def verdicts(
+        self, test: str, max_ignored_relative_change: float | None, samples: Mapping[int, Samples]
+    ) -> dict[int, Verdict]:
+        """Verdicts of the queries of `test` measured on both sides with enough runs."""
+        usable = {
+            index: s
+            for index, s in samples.items()
+            if min(len(s.reference), len(s.patched)) >= MIN_RUNS
+        }
+        stats = self._statistics.statistics(usable)
+        return {
+            index: classify(
+                QueryEvidence(
+                    test=test,
+                    query_index=index,
+                    query="",
+                    max_ignored_relative_change=max_ignored_relative_change,
+                    runs_reference=s.runs_reference,
+                    runs_patched=s.runs_patched,
+                    stats=s,
+                ),
+                self.thresholds,
+            ).verdict
+            for index, s in stats.items()
+        }

@@ -1,0 +1,299 @@
+"""The report's header (status, servers, machine, options) and its problem lists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from artifacts import manifest, tables
+from artifacts.summary import SUMMARY_FILE
+from artifacts.tables import ErrorRow
+from artifacts.verdicts import METRICS_FILE, VERDICTS_FILE
+from report import display
+from report.inputs import Inputs
+from report.model import Field, Header, ProblemView, ServerView
+
+# errors.tsv stages that are one query's failure on one side: they become that query's
+# verdict (partial/error) and are listed with it, not among the run's problems.
+QUERY_STAGES = frozenset({tables.STAGE_PREWARM, tables.STAGE_RUN})
+
+_STAGE_KINDS = {
+    tables.STAGE_PARSE: "test file error",
+    tables.STAGE_SETUP: "setup error",
+    tables.STAGE_PREWARM: "query error",
+    tables.STAGE_RUN: "query error",
+    tables.STAGE_TEARDOWN: "teardown error",
+    tables.STAGE_SERVER: "server",
+    tables.STAGE_QUERY_LOG: "query log",
+}
+
+_MANIFEST_KEYS = (
+    "run_id",
+    "status",
+    "chperf_version",
+    "start_time",
+    "end_time",
+    "duration_seconds",
+    "servers",
+    "machine",
+    "options",
+)
+
+_MISSING_ADVICE = {
+    manifest.MANIFEST: "the header cannot say which servers ran; point at a directory "
+    "written by `chperf run`",
+    VERDICTS_FILE: "no verdicts; run `chperf compare OUT` first",
+    SUMMARY_FILE: "no status line; run `chperf compare OUT` first",
+    METRICS_FILE: "no metrics per query; run `chperf compare OUT` first",
+}
+_MISSING_ARTIFACT = "the run did not write it (crashed early?); rerun `chperf run`"
+
+
+def input_problems(inputs: Inputs) -> list[str]:
+    """Missing files, unreadable lines and gaps in run.json, as report-building problems."""
+    found = [
+        f"{name} is missing: {_MISSING_ADVICE.get(name, _MISSING_ARTIFACT)}"
+        for name in inputs.missing
+    ]
+    found.extend(inputs.problems)
+    if inputs.manifest:
+        absent = [key for key in _MANIFEST_KEYS if key not in inputs.manifest]
+        if absent:
+            found.append(f"{manifest.MANIFEST} lacks {', '.join(absent)}: shown as not recorded")
+    return found
+
+
+def run_problems(inputs: Inputs) -> list[ProblemView]:
+    problems: list[ProblemView] = []
+    status = inputs.manifest.get("status")
+    if status not in (None, "complete"):
+        problems.append(
+            ProblemView(
+                "",
+                "run",
+                manifest.MANIFEST,
+                f"the run is {status}: results cover only the queries measured before it "
+                "stopped; rerun `chperf run` for a complete report",
+            )
+        )
+    for error in inputs.errors:
+        if error.query_index == tables.WHOLE_TEST or error.stage not in QUERY_STAGES:
+            problems.append(
+                ProblemView(
+                    "", _STAGE_KINDS.get(error.stage, error.stage), _where(error), _message(error)
+                )
+            )
+    return problems
+
+
+def _where(error: ErrorRow) -> str:
+    parts = [error.test]
+    if error.query_index != tables.WHOLE_TEST:
+        parts.append(f"query {error.query_index}")
+    return " ".join(parts) + f", {error.server}, stage {error.stage}"
+
+
+def _message(error: ErrorRow) -> str:
+    code = f" (code {error.error_code})" if error.error_code else ""
+    return error.message + code
+
+
+def number_problems(
+    run: Sequence[ProblemView], build: Sequence[str]
+) -> tuple[tuple[ProblemView, ...], tuple[ProblemView, ...]]:
+    """Give every problem its anchor, problem-1 ... across both lists."""
+    numbered_run = tuple(
+        ProblemView(f"problem-{n}", p.kind, p.where, p.message) for n, p in enumerate(run, start=1)
+    )
+    numbered_build = tuple(
+        ProblemView(f"problem-{n}", "report", "", message)
+        for n, message in enumerate(build, start=len(run) + 1)
+    )
+    return numbered_run, numbered_build
+
+
+def build_header(inputs: Inputs, first_problem: str | None, build_problems: int) -> Header:
+    manifest = inputs.manifest
+    if inputs.summary is None:
+        status, message = "failure", "no verdicts: summary.json is missing or unreadable"
+    else:
+        status, message = inputs.summary.status, inputs.summary.message
+    if build_problems:
+        # Fail closed: a report that could not be built completely is not a green check.
+        status = "failure"
+        message += f"; {build_problems} errors while building the report"
+    return Header(
+        status=status,
+        message=message,
+        first_problem=first_problem,
+        run=_run_fields(manifest),
+        servers=tuple(
+            _server(manifest.get("servers"), side, manifest.get("processes"))
+            for side in tables.SIDES
+        ),
+        machine=_fields(manifest.get("machine")),
+        options=_fields(manifest.get("options")),
+        profiling_note=_profiling_note(inputs),
+        statistics=_statistics(inputs),
+    )
+
+
+def _statistics(inputs: Inputs) -> tuple[str, ...]:
+    """The suite-level statistics of issue 8, in words."""
+    if inputs.summary is None:
+        return ()
+    lines = []
+    fdr = inputs.summary.fdr
+    if fdr is not None:
+        lines.append(
+            f"False-discovery control: Benjamini-Hochberg at q = {fdr.q:g} over {fdr.tests} "
+            f"measured queries: {fdr.discoveries} discoveries, of which at most "
+            f"{fdr.expected_false_at_most:.2g} are expected to be false. A query is called "
+            "faster or slower only when it is also a discovery."
+        )
+        lone, smallest = fdr.lone_discovery_level, fdr.smallest_p_value
+        if lone is not None and smallest is not None and smallest > lone:
+            lines.append(
+                f"No change alone can be a discovery in this run: that needs p <= q/m = "
+                f"{lone:.2g}, and the smallest p-value any query could reach at its run count "
+                f"is {smallest:.2g} (the randomization distribution is discrete, and sampled "
+                "when runs are many: compare/FORMATS.md). Changes are found here only when "
+                "enough queries change together; run fewer queries per comparison, or more "
+                "runs, to find a lone one."
+            )
+    options = inputs.manifest.get("options")
+    processes = options.get("processes") if isinstance(options, dict) else None
+    if isinstance(processes, int) and processes > 1:
+        lines.append(
+            f"Each side ran on {processes} server processes; runs alternate between them in "
+            "blocks of two (R P, P R on one, then on the next). Two processes of the same "
+            "binary can differ by 5-25% for minutes (memory layout, allocator state), so a "
+            "query is called faster or slower only when every process set shows the change "
+            "on its own: its own Diff at least the minimum effect, in the same direction "
+            "(summary.json process_diffs)."
+        )
+    pin = options.get("pin") if isinstance(options, dict) else None
+    if isinstance(pin, str) and pin:
+        lines.append(
+            f"CPU placement: the servers were {pin}. On a VM the host can slow one vCPU at a "
+            "time for seconds; two servers on different vCPUs then differ for as long as "
+            "that lasts, and the pair's two runs stop being exchangeable (runner/pinning.py)."
+        )
+    noise = inputs.summary.noise
+    if noise is not None:
+        threshold = (
+            ""
+            if noise.median_threshold is None
+            else f" The median noise threshold T over the queries is {noise.median_threshold:.1%}."
+        )
+        lines.append(
+            f"Machine noise: {noise.pair_spread:.1%}, the median over {noise.queries} queries of "
+            f"the spread (standard deviation) of ln(patched/reference) across each query's "
+            f"first {noise.pairs} pairs. The two runs of a pair share the machine's state, so "
+            "this is the noise alternation cannot cancel; a change shifts the ratios but not "
+            "their spread. The noisier the pairs, the more runs a query needs before T falls "
+            "to the minimum effect: where it did not, an unchanged query is inconclusive "
+            f"rather than equivalent.{threshold} A run on a quieter machine resolves more."
+        )
+    calibration = inputs.summary.calibration
+    if calibration is not None:
+        lines.append(
+            f"Noise floors from the A/A calibration {calibration.file}: "
+            f"{calibration.calibrated} queries calibrated, {calibration.not_calibrated} "
+            "not calibrated (they keep the default minimum effect and are marked)."
+        )
+    return tuple(lines)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "not recorded"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _run_fields(manifest: dict[str, Any]) -> tuple[Field, ...]:
+    duration = manifest.get("duration_seconds")
+    return (
+        Field("Run", _text(manifest.get("run_id"))),
+        Field("Run status", _text(manifest.get("status"))),
+        Field("Start time", _text(manifest.get("start_time"))),
+        Field("End time", _text(manifest.get("end_time"))),
+        Field(
+            "Duration",
+            display.wall_time(float(duration))
+            if isinstance(duration, int | float)
+            else "not recorded",
+        ),
+        Field("chperf version", _text(manifest.get("chperf_version"))),
+    )
+
+
+def _fields(value: Any) -> tuple[Field, ...]:
+    if not isinstance(value, dict):
+        return (
+            (Field("", "not recorded in run.json"),)
+            if value is None
+            else (Field("", _text(value)),)
+        )
+    return tuple(Field(str(k), _text(v)) for k, v in value.items())
+
+
+# Fields that differ between the server processes of one side (run.json `processes`).
+PER_PROCESS = ("pid", "tcp_port", "http_port", "directory", "restarts", "process", "incidents")
+
+
+def _server(servers: Any, side: str, processes: Any = None) -> ServerView:
+    info = servers.get(side) if isinstance(servers, dict) else None
+    if not isinstance(info, dict):
+        return ServerView(side, "not recorded in run.json", "", "", (), ())
+    overlays = info.get("overlays")
+    own = _process_rows(processes, side)
+    shown = {"side", "version", "binary", "sha256", "overlays", *(PER_PROCESS if own else ())}
+    details = [Field(str(k), _text(v)) for k, v in info.items() if k not in shown]
+    return ServerView(
+        side=side,
+        version=_text(info.get("version")),
+        binary=_text(info.get("binary")),
+        sha256=_text(info.get("sha256")),
+        overlays=tuple(str(o) for o in overlays) if isinstance(overlays, list) else (),
+        details=(*details, *own),
+    )
+
+
+def _process_rows(processes: Any, side: str) -> tuple[Field, ...]:
+    """One row per server process of `side` when the run had more than one a side."""
+    if not isinstance(processes, list) or len(processes) < 2:
+        return ()
+    rows = []
+    for number, entry in enumerate(processes, start=1):
+        info = entry.get(side) if isinstance(entry, dict) else None
+        if not isinstance(info, dict):
+            rows.append(Field(f"process #{number}", "not recorded in run.json"))
+            continue
+        parts = [
+            f"pid {_text(info.get('pid'))}",
+            f"tcp port {_text(info.get('tcp_port'))}",
+            f"http port {_text(info.get('http_port'))}",
+            f"restarts {_text(info.get('restarts'))}",
+            f"directory {_text(info.get('directory'))}",
+        ]
+        incidents = info.get("incidents")
+        if isinstance(incidents, list) and incidents:
+            parts.append("incidents " + "; ".join(_text(i) for i in incidents))
+        rows.append(Field(f"process #{number}", ", ".join(parts)))
+    return tuple(rows)
+
+
+def _profiling_note(inputs: Inputs) -> str | None:
+    reason = inputs.manifest.get("profiling_unavailable")
+    if reason:
+        return f"No flame graphs: {_text(reason)}"
+    if inputs.manifest and not inputs.profiles:
+        return (
+            "No flame graphs: run.json lists no profiles "
+            "(profiling disabled, or no query needed one)"
+        )
+    return None

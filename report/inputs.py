@@ -1,0 +1,136 @@
+"""Everything the report is built from, read tolerantly through the artifact readers.
+
+The report is the last stage and the one people look at when something went wrong, so it
+never raises on bad input: a missing file, a truncated line or an unknown schema becomes a
+`problem` string that the report shows under "Errors while building the report".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from artifacts.manifest import MANIFEST, load_manifest
+from artifacts.summary import SUMMARY_FILE, Summary, read_summary
+from artifacts.tables import (
+    ERRORS,
+    QUERIES,
+    TESTS,
+    ErrorRow,
+    QueryRow,
+    RunTime,
+    ServerTime,
+    TestRow,
+    read_run_times,
+    read_server_times,
+)
+from artifacts.tsv import Columns, Table, read_table
+from artifacts.verdicts import MetricRow, VerdictRow, read_metrics, read_verdicts
+
+# Read problems of one file beyond this many are counted, not listed (a truncated 100k-line
+# file should not produce a 100k-line report).
+MAX_LISTED_READ_PROBLEMS = 20
+
+
+@dataclass(frozen=True)
+class Profile:
+    test: str
+    query_index: int
+    side: str
+    folded: Path  # absolute
+    kind: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    out: Path
+    manifest: dict[str, Any]  # {} when run.json is missing or unreadable
+    queries: tuple[QueryRow, ...]
+    runs: tuple[RunTime, ...]
+    query_log: tuple[ServerTime, ...]
+    errors: tuple[ErrorRow, ...]
+    tests: tuple[TestRow, ...]
+    verdicts: tuple[VerdictRow, ...]
+    metrics: tuple[MetricRow, ...]
+    summary: Summary | None
+    profiles: tuple[Profile, ...]
+    missing: tuple[str, ...]  # input files that do not exist
+    problems: tuple[str, ...]
+
+
+def load_inputs(out: Path) -> Inputs:
+    problems: list[str] = []
+    missing: list[str] = []
+
+    def table(t: Table[Any]) -> tuple[Any, ...]:
+        contents = read_table(out, t)
+        if contents.missing:
+            missing.append(t.file)
+        else:
+            problems.extend(_limit(t.file, [str(p) for p in contents.problems]))
+        return contents.rows
+
+    def columns(contents: Columns[Any]) -> tuple[Any, ...]:
+        if contents.missing:
+            missing.append(contents.file)
+        else:
+            problems.extend(_limit(contents.file, [str(p) for p in contents.problems]))
+        return contents.rows
+
+    manifest = load_manifest(out)
+    if manifest.missing:
+        missing.append(MANIFEST)
+    problems.extend(manifest.problems)
+    verdicts = columns(read_verdicts(out))
+    metrics = columns(read_metrics(out))
+    summary = read_summary(out)
+    if summary.missing:
+        missing.append(SUMMARY_FILE)
+    problems.extend(summary.problems)
+    return Inputs(
+        out=out,
+        manifest=manifest.data,
+        queries=table(QUERIES),
+        runs=columns(read_run_times(out)),
+        query_log=columns(read_server_times(out)),
+        errors=table(ERRORS),
+        tests=table(TESTS),
+        verdicts=verdicts,
+        metrics=metrics,
+        summary=summary.summary,
+        profiles=_profiles(out, manifest.data, problems),
+        missing=tuple(missing),
+        problems=tuple(problems),
+    )
+
+
+def _limit(file: str, problems: list[str]) -> list[str]:
+    if len(problems) <= MAX_LISTED_READ_PROBLEMS:
+        return problems
+    rest = len(problems) - MAX_LISTED_READ_PROBLEMS
+    return [*problems[:MAX_LISTED_READ_PROBLEMS], f"{file}: and {rest} more unreadable lines"]
+
+
+def _profiles(out: Path, manifest: dict[str, Any], problems: list[str]) -> tuple[Profile, ...]:
+    raw = manifest.get("profiles")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        problems.append(f"{MANIFEST}: 'profiles' is not a list")
+        return ()
+    profiles: list[Profile] = []
+    for number, item in enumerate(raw):
+        try:
+            profiles.append(
+                Profile(
+                    test=str(item["test"]),
+                    query_index=int(item["query_index"]),
+                    side=str(item["side"]),
+                    folded=out / str(item["folded"]),
+                    kind=str(item.get("kind", "")),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            problems.append(f"{MANIFEST}: profiles[{number}] is malformed: {e!r}")
+    return tuple(profiles)

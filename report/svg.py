@@ -1,0 +1,154 @@
+"""Small inline SVG plots, built as text from numbers.
+
+Colours are not set here: elements carry classes (`reference`, `patched`, `up`, `down`) that
+the report's CSS colours, so the plots follow the template. Every piece of text that comes
+from the user (test names) is escaped; the output is a standalone, valid XML document.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+from report import display
+
+RUN_PLOT_WIDTH = 360
+RUN_PLOT_HEIGHT = 130
+_MARGIN_LEFT = 58
+_MARGIN_RIGHT = 8
+_MARGIN_TOP = 8
+_MARGIN_BOTTOM = 22
+
+BAR_ROW_HEIGHT = 16
+BAR_LABEL_WIDTH = 260
+BAR_WIDTH = 320
+BAR_VALUE_WIDTH = 70
+# The bar chart's scale covers at least ±10% so that tiny changes do not look huge.
+MIN_BAR_SCALE = 0.10
+MAX_LABEL_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Series:
+    side: str  # "reference" or "patched": the CSS class of its marks
+    points: tuple[tuple[int, float], ...]  # (run number, seconds) in run order
+    median: float | None
+
+
+def _open(width: int, height: int, label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">'
+    )
+
+
+def run_plot(series: Sequence[Series], label: str) -> Markup | None:
+    """Per-run times of both sides in run order: drift, outliers and two modes show up."""
+    times = [t for s in series for _, t in s.points if math.isfinite(t)]
+    runs = [r for s in series for r, _ in s.points]
+    if not times:
+        return None
+    low, high = min(times), max(times)
+    pad = (high - low) * 0.08 or high * 0.05 or 1e-6
+    low, high = max(0.0, low - pad), high + pad
+    first, last = min(runs), max(runs)
+    plot_w = RUN_PLOT_WIDTH - _MARGIN_LEFT - _MARGIN_RIGHT
+    plot_h = RUN_PLOT_HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM
+
+    def x(run: int, offset: float) -> float:
+        span = max(last - first, 1)
+        return _MARGIN_LEFT + (run - first + 0.5) / (span + 1) * plot_w + offset
+
+    def y(t: float) -> float:
+        return _MARGIN_TOP + (high - t) / (high - low) * plot_h
+
+    parts = [_open(RUN_PLOT_WIDTH, RUN_PLOT_HEIGHT, label), _axes(plot_w, plot_h)]
+    parts.append(_y_labels(low, high, plot_h))
+    parts.append(
+        f'<text class="axis" x="{_MARGIN_LEFT + plot_w / 2:.0f}" y="{RUN_PLOT_HEIGHT - 5}" '
+        f'text-anchor="middle">run {first}–{last}</text>'
+    )
+    for number, s in enumerate(series):
+        offset = (number - (len(series) - 1) / 2) * 3.0
+        if s.median is not None and low <= s.median <= high:
+            ym = y(s.median)
+            parts.append(
+                f'<line class="median {s.side}" x1="{_MARGIN_LEFT}" y1="{ym:.1f}" '
+                f'x2="{_MARGIN_LEFT + plot_w}" y2="{ym:.1f}"/>'
+            )
+        # One path per side, a zero-length segment per run drawn as a round dot by the CSS
+        # (stroke-linecap: round): a tenth of the bytes of a <circle> per run, which matters
+        # with hundreds of plots in one report.
+        dots = "".join(
+            f"M{x(run, offset):.1f} {y(t):.1f}h0" for run, t in s.points if math.isfinite(t)
+        )
+        parts.append(f'<path class="runs {s.side}" d="{dots}"/>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _axes(plot_w: int, plot_h: int) -> str:
+    bottom = _MARGIN_TOP + plot_h
+    return (
+        f'<path class="axis" d="M{_MARGIN_LEFT} {_MARGIN_TOP}V{bottom}H{_MARGIN_LEFT + plot_w}"/>'
+    )
+
+
+def _y_labels(low: float, high: float, plot_h: int) -> str:
+    return (
+        f'<text class="axis" x="{_MARGIN_LEFT - 4}" y="{_MARGIN_TOP + 8}" text-anchor="end">'
+        f"{escape(display.duration(high))}</text>"
+        f'<text class="axis" x="{_MARGIN_LEFT - 4}" y="{_MARGIN_TOP + plot_h}" '
+        f'text-anchor="end">{escape(display.duration(low))}</text>'
+    )
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str  # the test name (user-controlled, escaped here)
+    change: float  # geometric-mean ratio - 1
+    href: str  # fragment to jump to, "#test-..."
+
+
+def change_bars(bars: Sequence[Bar]) -> Markup | None:
+    """Horizontal bars of the per-test geometric-mean change, centred on zero."""
+    if not bars:
+        return None
+    scale = max([MIN_BAR_SCALE, *(abs(b.change) for b in bars if math.isfinite(b.change))])
+    width = BAR_LABEL_WIDTH + BAR_WIDTH + BAR_VALUE_WIDTH
+    height = BAR_ROW_HEIGHT * len(bars) + 20
+    centre = BAR_LABEL_WIDTH + BAR_WIDTH / 2
+    parts = [_open(width, height, "geometric-mean change per test")]
+    parts.append(
+        f'<line class="axis" x1="{centre:.0f}" y1="0" x2="{centre:.0f}" y2="{height - 16}"/>'
+        f'<text class="axis" x="{BAR_LABEL_WIDTH}" y="{height - 4}">'
+        f"{escape(display.percent(-scale))} (faster)</text>"
+        f'<text class="axis" x="{BAR_LABEL_WIDTH + BAR_WIDTH}" y="{height - 4}" '
+        f'text-anchor="end">{escape(display.percent(scale))} (slower)</text>'
+    )
+    for row, bar in enumerate(bars):
+        parts.append(_bar(bar, row, scale, centre))
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _bar(bar: Bar, row: int, scale: float, centre: float) -> str:
+    top = row * BAR_ROW_HEIGHT
+    text_y = top + BAR_ROW_HEIGHT - 4
+    change = bar.change if math.isfinite(bar.change) else 0.0
+    length = abs(change) / scale * (BAR_WIDTH / 2)
+    left = centre - length if change < 0 else centre
+    kind = "down" if change < 0 else "up"
+    label = display.shorten(bar.label, MAX_LABEL_CHARS)
+    return (
+        f'<a href="{escape(bar.href)}"><text x="{BAR_LABEL_WIDTH - 6}" y="{text_y}" '
+        f'text-anchor="end">{escape(label)}</text></a>'
+        f'<rect class="{kind}" x="{left:.1f}" y="{top + 3}" width="{max(length, 0.5):.1f}" '
+        f'height="{BAR_ROW_HEIGHT - 6}"><title>{escape(bar.label)}: '
+        f"{escape(display.percent(change))}</title></rect>"
+        f'<text class="axis" x="{BAR_LABEL_WIDTH + BAR_WIDTH + 4}" y="{text_y}">'
+        f"{escape(display.percent(change))}</text>"
+    )

@@ -1,0 +1,204 @@
+"""compare_directory end to end on artifact directories: golden outputs, damaged inputs,
+and the check status (issue 3 items 5-7)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from artifacts.errors import ChperfError, ExitCode
+from artifacts.tables import (
+    ErrorRow,
+)
+from compare import CompareOptions, CompareResult, compare_directory
+from compare.paired import POOLED
+from tests.conftest import DATA
+from tests.runs import verdict_rows, write_artifacts
+
+SMALL = DATA / "compare_small"
+EXPECTED = DATA / "compare_small_expected"
+OUTPUTS = ("verdicts.tsv", "metrics.tsv", "summary.json")
+
+STEADY = (0.100, 0.101, 0.099, 0.100, 0.102)
+# Issue 3's per-query rules alone: at 5 runs a side no p-value can pass the false-discovery
+# control (compare/fdr.py), which tests_compare_fdr.py covers.
+# The goldens were computed with the pooled method; test_compare_paired.py covers the paired one.
+PER_QUERY = CompareOptions(fdr=None, method=POOLED)
+
+
+def small_copy(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(SMALL, out)
+    return out
+
+
+# --- golden -------------------------------------------------------------------------------
+
+
+def test_small_artifacts_give_the_golden_verdicts_metrics_and_summary(tmp_path: Path) -> None:
+    out = small_copy(tmp_path)
+    compare_directory(out, PER_QUERY)
+    for name in OUTPUTS:
+        assert (out / name).read_text() == (EXPECTED / name).read_text(), name
+
+
+def test_small_artifacts_fail_the_check_for_the_slower_and_the_patched_only_failure(
+    tmp_path: Path,
+) -> None:
+    result = compare_directory(small_copy(tmp_path), PER_QUERY)
+    assert result.exit_code is ExitCode.CHECK_FAILED
+    assert [f.split(":")[0] for f in result.failures] == ["partial query 0", "sum query 1"]
+    assert result.counts == {
+        "faster": 1, "slower": 1, "unstable": 1, "unchanged": 2,
+        "partial": 2, "error": 2, "skipped": 1,
+    }  # fmt: skip
+
+
+def test_summary_json_has_the_version_1_schema_with_the_additive_issue_8_keys(
+    tmp_path: Path,
+) -> None:
+    out = small_copy(tmp_path)
+    compare_directory(out, CompareOptions())
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == [
+        "schema_version", "status", "message", "counts", "method", "equivalence", "fdr",
+        "calibration", "noise", "queries",
+    ]  # fmt: skip
+    assert summary["schema_version"] == 1
+    assert list(summary["noise"]) == ["pair_spread", "pairs", "queries", "median_threshold"]
+    assert summary["method"] == "paired"
+    assert list(summary["counts"]) == [
+        "faster", "slower", "unstable", "unchanged", "partial", "error", "skipped",
+    ]  # fmt: skip
+    keys = ["test", "query_index", "query", "verdict", "reference_median", "patched_median",
+            "diff", "threshold", "runs", "p_value", "ci_low", "ci_high", "equivalence",
+            "min_effect", "calibration", "process_diffs"]  # fmt: skip
+    assert all(list(q) == keys for q in summary["queries"])
+
+
+def test_rerunning_compare_gives_identical_files(tmp_path: Path) -> None:
+    out = small_copy(tmp_path)
+    compare_directory(out, CompareOptions())
+    first = [(out / name).read_bytes() for name in OUTPUTS]
+    compare_directory(out, CompareOptions())
+    assert [(out / name).read_bytes() for name in OUTPUTS] == first
+
+
+# --- the check ----------------------------------------------------------------------------
+
+
+def test_unchanged_queries_pass_the_check(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY), 1: (STEADY, STEADY[::-1])})
+    result = compare_directory(out, CompareOptions())
+    assert (result.status, result.exit_code, result.message) == (
+        "success",
+        ExitCode.OK,
+        "2 unchanged",
+    )
+
+
+def test_unstable_passes_unless_fail_on_unstable(tmp_path: Path) -> None:
+    noisy = ((0.05, 0.08, 0.06, 0.10, 0.055), (0.07, 0.052, 0.095, 0.058, 0.065))
+    out = write_artifacts(tmp_path / "out", {0: noisy, 1: (STEADY, STEADY)})
+    assert compare_directory(out, CompareOptions()).exit_code is ExitCode.OK
+    strict = compare_directory(out, CompareOptions(fail_on_unstable=True))
+    assert strict.exit_code is ExitCode.CHECK_FAILED
+    assert strict.failures[0].startswith("t query 0: unstable")
+
+
+def test_faster_queries_pass_the_check(tmp_path: Path) -> None:
+    faster = tuple(v * 0.7 for v in STEADY)
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, faster)})
+    result = compare_directory(out, PER_QUERY)
+    assert (result.exit_code, result.message) == (ExitCode.OK, "1 faster")
+
+
+def test_no_query_measured_fails_closed(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {})
+    result = compare_directory(out, CompareOptions())
+    assert result.exit_code is ExitCode.CHECK_FAILED
+    assert "no query was measured on both sides" in result.failures
+    assert "no reference runs at all" in result.failures
+
+
+def test_a_side_with_no_runs_fails_closed(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, ())})
+    result = compare_directory(out, CompareOptions())
+    assert "no patched runs at all" in result.failures
+    assert verdict_rows(out)[("t", "0")][2] == "error"
+
+
+def test_a_run_error_fails_the_check_even_on_the_reference_side(tmp_path: Path) -> None:
+    error = ErrorRow("t", 1, "reference", "run", 241, "Memory limit exceeded")
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY), 1: (STEADY[:2], STEADY)}, [error])
+    result = compare_directory(out, CompareOptions())
+    assert result.exit_code is ExitCode.CHECK_FAILED
+    assert verdict_rows(out)[("t", "1")][2:4] == [
+        "partial",
+        "fails on reference only: run on reference: Memory limit exceeded",
+    ]
+
+
+# --- damaged input ------------------------------------------------------------------------
+
+
+def test_truncated_runs_line_becomes_an_error_verdict_of_its_query(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY), 1: (STEADY, STEADY)})
+    text = (out / "runs.tsv").read_text()
+    client_time = text.rindex("\t", 0, text.rindex("\t"))
+    (out / "runs.tsv").write_text(text[: client_time + 3])  # cut inside the client time
+    result = compare_directory(out, CompareOptions())
+    row = verdict_rows(out)[("t", "1")]
+    assert row[2] == "error" and "truncated line" in row[3]
+    assert verdict_rows(out)[("t", "0")][2] == "unchanged"
+    assert result.exit_code is ExitCode.CHECK_FAILED
+
+
+@pytest.mark.parametrize("missing", ["runs.tsv", "queries.tsv", "errors.tsv", "tests.tsv"])
+def test_a_missing_table_fails_the_check_with_its_name(tmp_path: Path, missing: str) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY)})
+    (out / missing).unlink()
+    result = compare_directory(out, CompareOptions())
+    assert result.exit_code is ExitCode.CHECK_FAILED
+    assert f"{missing}:0: file is missing" in result.message
+
+
+def test_missing_server_metrics_do_not_fail_the_check(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY)})
+    (out / "query_log.tsv").unlink()
+    (out / "profile_events.tsv").unlink()
+    assert compare_directory(out, CompareOptions()).exit_code is ExitCode.OK
+    assert (out / "metrics.tsv").read_text().count("\n") == 1  # header only
+
+
+def test_fewer_than_three_runs_a_side_is_an_error_verdict(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY), 1: (STEADY[:2], STEADY)})
+    result = compare_directory(out, CompareOptions())
+    row = verdict_rows(out)[("t", "1")]
+    assert row[2] == "error" and "too few runs: 2 reference and 5 patched" in row[3]
+    assert result.exit_code is ExitCode.CHECK_FAILED
+
+
+def test_unequal_run_counts_are_compared_with_groups_of_the_original_sizes(
+    tmp_path: Path,
+) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY[:4])})
+    compare_directory(out, CompareOptions())
+    assert verdict_rows(out)[("t", "0")][9:11] == ["5", "4"]
+
+
+def test_unknown_manifest_schema_version_is_a_bad_input_error(tmp_path: Path) -> None:
+    out = small_copy(tmp_path)
+    (out / "run.json").write_text('{"schema_version": 99}\n')
+    with pytest.raises(ChperfError) as raised:
+        compare_directory(out, CompareOptions())
+    assert raised.value.exit_code is ExitCode.BAD_INPUT
+    assert "schema_version 99" in str(raised.value)
+
+
+def test_exit_code_follows_the_status() -> None:
+    assert CompareResult("success", "1 unchanged").exit_code is ExitCode.OK
+    assert CompareResult("failure", "1 slower").exit_code is ExitCode.CHECK_FAILED

@@ -1,0 +1,70 @@
+"""User-controlled strings (test names, queries, error messages) render as text, never markup."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+from report import render_report, synthetic
+
+SCRIPT = "</script><script>alert(1)</script>"
+BOLD = "<b>x</b>"
+HOSTILE_TEST = f"strings{SCRIPT}{BOLD}"
+HOSTILE_QUERY = f" /* {SCRIPT}{BOLD} */"
+
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.scripts: list[str] = []
+        self.attributes: list[str] = []
+        self.text: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attributes.extend(f"{name}={value}" for name, value in attrs)
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        (self.scripts if self._in_script else self.text).append(data)
+
+
+def _render(tmp_path: Path) -> tuple[str, _Elements]:
+    out = tmp_path / "out"
+    synthetic.write_small_run(out, strings_test=HOSTILE_TEST, strings_query=HOSTILE_QUERY)
+    html = render_report(out).path.read_text(encoding="utf-8")
+    parser = _Elements()
+    parser.feed(html)
+    return html, parser
+
+
+def test_script_and_bold_in_test_names_and_queries_render_as_text(tmp_path: Path) -> None:
+    html, parsed = _render(tmp_path)
+    assert parsed.tags.count("script") == 1, "only the report's own script"
+    assert "alert(1)" not in "".join(parsed.scripts)
+    assert "b" not in parsed.tags
+    text = "".join(parsed.text)
+    assert HOSTILE_TEST in text  # shown, as text
+    assert SCRIPT in text and BOLD in text
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_hostile_names_never_reach_attributes_unescaped(tmp_path: Path) -> None:
+    html, parsed = _render(tmp_path)
+    assert not any(a.startswith("on") for a in parsed.attributes)
+    assert "<b>" not in html
+    # anchors and file names are derived ids, not the raw name
+    ids = [a for a in parsed.attributes if a.startswith("id=")]
+    assert all("<" not in a and ">" not in a and '"' not in a for a in ids)
+
+
+def test_hostile_error_messages_render_as_text(tmp_path: Path) -> None:
+    _, parsed = _render(tmp_path)
+    text = "".join(parsed.text)
+    assert f"Unknown identifier: lower_utf8 {BOLD}" in text
+    assert f"exited with code 139 during {HOSTILE_TEST} query 1" in text

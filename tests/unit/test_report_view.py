@@ -1,0 +1,211 @@
+"""Golden-ish tests of the report on the hand-made synthetic run (report.synthetic)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from report import render_report, synthetic
+from report.flamegraph import FlameGraphs
+from report.inputs import load_inputs
+from report.view import build_report
+
+SECTION_ORDER = ["problems", "changes", "unstable", "failed", "skipped", "tests", "all"]
+
+
+class _Ids(HTMLParser):
+    """Collects element ids, section order, hrefs and the text of the document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.sections: list[str] = []
+        self.hrefs: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.append(str(values["id"]))
+            if tag == "section":
+                self.sections.append(str(values["id"]))
+        if tag == "a" and values.get("href"):
+            self.hrefs.append(str(values["href"]))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parse(html: str) -> _Ids:
+    parser = _Ids()
+    parser.feed(html)
+    return parser
+
+
+@pytest.fixture
+def small_run(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    synthetic.write_small_run(out)
+    return out
+
+
+def _text(html: str) -> str:
+    return " ".join(" ".join(_parse(html).text).split())
+
+
+def test_sections_come_in_the_order_of_the_issue(small_run: Path) -> None:
+    html = render_report(small_run).path.read_text()
+    assert _parse(html).sections == SECTION_ORDER
+
+
+def test_every_internal_link_has_a_target(small_run: Path) -> None:
+    parsed = _parse(render_report(small_run).path.read_text())
+    targets = {h[1:] for h in parsed.hrefs if h.startswith("#")}
+    assert targets - set(parsed.ids) == set()
+    assert len(parsed.ids) == len(set(parsed.ids)), "ids are unique"
+
+
+def test_status_line_repeats_summary_and_links_to_the_first_problem(small_run: Path) -> None:
+    result = render_report(small_run)
+    assert result.problems == ()
+    html = result.path.read_text()
+    status = re.search(r'<p class="status status-failure" id="status">(.*?)</p>', html, re.S)
+    assert status is not None
+    assert "1 slower, 1 faster, 1 unstable, 1 partial, 1 error" in status.group(1)
+    assert '<a href="#problem-1">first problem</a>' in status.group(1)
+    assert '<li id="problem-1"><strong>test file error</strong> in broken' in html
+
+
+def test_changed_queries_show_ratio_diff_threshold_and_run_plot(small_run: Path) -> None:
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    slower, faster = report.changes
+    assert (slower.test, slower.query_index, slower.verdict) == ("sum", 0, "slower")
+    assert (slower.ratio, slower.diff, slower.threshold) == ("1.32x slower", "+32.0%", "4.0%")
+    assert (slower.reference, slower.patched, slower.runs) == ("100 ms", "132 ms", "7")
+    assert faster.ratio == "2.00x faster" and faster.diff == "−50.0%"
+    assert slower.plot is not None and slower.plot.count("h0") == 14  # a dot per run
+
+
+def test_metrics_are_ordered_by_largest_significant_change(small_run: Path) -> None:
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    metrics = report.changes[0].metrics
+    assert [m.metric for m in metrics] == [
+        "server_time",
+        "RealTimeMicroseconds",
+        "ContextLock",
+        "SelectedRows",
+    ]
+    assert [m.significant for m in metrics] == [True, True, False, False]
+    assert metrics[1].direction == "up" and metrics[1].patched == "236,000"
+
+
+def test_query_whose_client_time_exceeds_server_time_by_a_fifth_is_slow_on_client(
+    small_run: Path,
+) -> None:
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    flagged = [(q.test, q.query_index) for q in report.all_queries if q.slow_on_client]
+    assert flagged == [("strings", 3)]  # server time is half the client time there
+    (query,) = [q for q in report.all_queries if q.slow_on_client]
+    assert any("exceeds server time" in w and "100.0%" in w for w in query.warnings)
+
+
+def test_per_test_summary_has_geometric_mean_counts_and_wall_time(small_run: Path) -> None:
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    by_test = {t.test: t for t in report.tests}
+    # sum: ratios 1.32, 0.5, 1.02 -> geometric mean (0.6732)^(1/3) = 0.8764
+    assert by_test["sum"].geomean == "1.14x faster"
+    assert by_test["sum"].geomean_change == "−12.4%"
+    counts = {c.verdict: c.count for c in by_test["sum"].counts}
+    assert counts["slower"] == 1 and counts["faster"] == 1 and counts["unchanged"] == 1
+    assert by_test["sum"].wall_time == "12 s"
+    assert by_test["long_join"].status == "skipped"
+    assert report.test_chart is not None
+
+
+def test_failed_queries_carry_their_server_errors(small_run: Path) -> None:
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    partial, error = report.failed
+    assert partial.verdict == "partial"
+    assert [(f.side, f.error_code) for f in partial.failures] == [("patched", 47)]
+    assert [f.side for f in error.failures] == ["reference", "patched"]
+    assert [(s.test, s.what) for s in report.skipped] == [("long_join", "whole test")]
+    kinds = [p.kind for p in report.run_problems]
+    assert kinds == ["test file error", "server"]
+
+
+@pytest.mark.parametrize(
+    "missing",
+    ["run.json", "verdicts.tsv", "summary.json", "metrics.tsv", "runs.tsv", "query_log.tsv"],
+)
+def test_a_missing_input_is_named_in_the_report_not_raised(small_run: Path, missing: str) -> None:
+    (small_run / missing).unlink()
+    result = render_report(small_run)
+    assert any(p.startswith(f"{missing} is missing") for p in result.problems)
+    html = result.path.read_text()
+    assert f"{missing} is missing" in html
+    assert '<p class="status status-failure"' in html
+
+
+def test_an_empty_directory_still_gives_a_report_that_says_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    result = render_report(tmp_path)
+    assert len(result.problems) == 9  # every file the report reads
+    assert "no verdicts: summary.json is missing" in _text(result.path.read_text())
+
+
+def test_truncated_lines_and_unknown_schema_versions_are_problems(small_run: Path) -> None:
+    verdicts = small_run / "verdicts.tsv"
+    verdicts.write_text(verdicts.read_text()[:-5])  # cut the last line short
+    manifest = json.loads((small_run / "run.json").read_text())
+    manifest["schema_version"] = 99
+    del manifest["machine"]
+    (small_run / "run.json").write_text(json.dumps(manifest))
+    problems = render_report(small_run).problems
+    assert "verdicts.tsv:8: truncated line (no end of line)" in problems
+    assert any("run.json: schema_version 99, this chperf reads 1" in p for p in problems)
+    assert "run.json lacks machine: shown as not recorded" in problems
+    assert any(p.startswith("1 queries have no verdict in verdicts.tsv") for p in problems)
+
+
+def test_interrupted_run_is_a_problem(small_run: Path) -> None:
+    manifest = json.loads((small_run / "run.json").read_text())
+    manifest["status"] = "interrupted"
+    (small_run / "run.json").write_text(json.dumps(manifest))
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    assert report.run_problems[0].kind == "run"
+    assert "the run is interrupted" in report.run_problems[0].message
+
+
+def test_confidence_interval_is_shown_when_compare_writes_one(small_run: Path) -> None:
+    verdicts = small_run / "verdicts.tsv"
+    header, *rows = [line.split("\t") for line in verdicts.read_text().splitlines()]
+    low, high = header.index("ci_low"), header.index("ci_high")
+    for row in rows:
+        row[low], row[high] = "1.25", "1.4"
+    verdicts.write_text("".join("\t".join(row) + "\n" for row in [header, *rows]))
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    assert report.changes[0].ci == "95% CI 1.25–1.40x"
+    assert "1.32x slower" in render_report(small_run).path.read_text()
+
+
+def test_server_panel_lists_every_process_of_each_side(small_run: Path) -> None:
+    manifest = json.loads((small_run / "run.json").read_text())
+    servers = manifest["servers"]
+    second = {
+        side: {**info, "pid": 4242 + n, "process": 1, "restarts": 1, "directory": "/tmp/<b>x</b>"}
+        for n, (side, info) in enumerate(servers.items())
+    }
+    second["patched"]["incidents"] = ["died during run 3 of sum #0; restarted"]
+    manifest["processes"] = [servers, second]
+    (small_run / "run.json").write_text(json.dumps(manifest))
+    html = render_report(small_run).path.read_text()
+    text = _text(html)
+    assert "process #1" in text and "process #2" in text
+    assert "pid 4242" in text and "pid 4243" in text
+    assert "incidents died during run 3 of sum #0; restarted" in text
+    assert "/tmp/<b>x</b>" not in html and "/tmp/&lt;b&gt;x&lt;/b&gt;" in html

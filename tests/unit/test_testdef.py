@@ -1,0 +1,224 @@
+"""Unit tests of the test-definition parser (runner/testdef.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from artifacts.errors import ChperfError
+from runner.testdef import (
+    TestDefError,
+    check_unique_names,
+    discover,
+    expand,
+    load_test,
+    parse_test,
+)
+from tests.conftest import REPO
+
+FULL = """<test max_ignored_relative_change="0.2">
+    <settings>
+        <max_threads>1</max_threads>
+        <max_block_size>8192</max_block_size>
+    </settings>
+    <substitutions>
+        <substitution>
+            <name>table</name>
+            <values><value>t1</value><value>t2</value></values>
+        </substitution>
+        <substitution>
+            <name>func</name>
+            <values><value>sum</value><value>avg</value><value>max</value></values>
+        </substitution>
+    </substitutions>
+    <create_query>CREATE TABLE {table} (x UInt64) ENGINE = MergeTree ORDER BY x</create_query>
+    <fill_query>INSERT INTO {table} SELECT number FROM numbers(10)</fill_query>
+    <query>SELECT {func}(x) FROM {table}</query>
+    <query>SELECT count() FROM t1</query>
+    <drop_query>DROP TABLE IF EXISTS {table}</drop_query>
+    <tags><tag>long</tag></tags>
+</test>
+"""
+
+
+def test_full_example_expands_every_section() -> None:
+    test = parse_test(Path("dir/example.xml"), FULL.encode())
+    assert test.name == "example"
+    assert test.settings == (("max_threads", "1"), ("max_block_size", "8192"))
+    assert test.create_queries == (
+        "CREATE TABLE t1 (x UInt64) ENGINE = MergeTree ORDER BY x",
+        "CREATE TABLE t2 (x UInt64) ENGINE = MergeTree ORDER BY x",
+    )
+    assert test.fill_queries[1] == "INSERT INTO t2 SELECT number FROM numbers(10)"
+    assert test.drop_queries == ("DROP TABLE IF EXISTS t1", "DROP TABLE IF EXISTS t2")
+    assert test.max_ignored_relative_change == 0.2
+    assert test.is_long
+    assert test.warnings == ()
+
+
+def test_query_indices_iterate_placeholders_in_sorted_name_order() -> None:
+    # Names sorted: func before table; the last name (table) varies fastest.
+    test = parse_test(Path("example.xml"), FULL.encode())
+    assert [(q.index, q.sql) for q in test.queries] == [
+        (0, "SELECT sum(x) FROM t1"),
+        (1, "SELECT sum(x) FROM t2"),
+        (2, "SELECT avg(x) FROM t1"),
+        (3, "SELECT avg(x) FROM t2"),
+        (4, "SELECT max(x) FROM t1"),
+        (5, "SELECT max(x) FROM t2"),
+        (6, "SELECT count() FROM t1"),
+    ]
+    assert {q.location.line for q in test.queries[:6]} == {18}
+    assert test.queries[6].location.line == 19
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("SELECT 1", ["SELECT 1"]),
+        ("{b} {a}", ["1 x", "2 x", "1 y", "2 y"]),
+        ("{a}{a}", ["xx", "yy"]),
+        ("SELECT map('k', 1), {{'literal'}}", ["SELECT map('k', 1), {'literal'}"]),
+        ("SELECT {p:UInt32}, '{\"j\": 1}'", ["SELECT {p:UInt32}, '{\"j\": 1}'"]),
+        ("{{a}} {a}", ["{a} x", "{a} y"]),
+    ],
+)
+def test_expand_substitutes_declared_placeholders_only(template: str, expected: list[str]) -> None:
+    assert expand(template, {"a": ["x", "y"], "b": ["1", "2"]}) == expected
+
+
+BAD_CASES = [
+    ("<test><query>SELECT 1</query>", 1, "malformed XML"),
+    ("<test>\n<query>SELECT 1</qery>\n</test>", 2, "malformed XML"),
+    ("<tset><query>SELECT 1</query></tset>", 1, "not <test>"),
+    ("<test>\n<query>\nSELECT\n  {nope}</query>\n</test>", 4, "unknown placeholder {nope}"),
+    (
+        "<test>\n<substitutions>\n<substitution><name>x</name>\n<values>\n</values>"
+        "</substitution></substitutions><query>SELECT {x}</query></test>",
+        4,
+        "substitution {x} has no values",
+    ),
+    (
+        "<test>\n<create_query>CREATE TABLE t (x UInt8) ENGINE = Memory</create_query>\n</test>",
+        1,
+        "no <query>",
+    ),
+    ("<test>\n\n<query>  </query></test>", 3, "empty <query>"),
+    ('<test max_ignored_relative_change="big"><query>SELECT 1</query></test>', 1, "not a number"),
+    (
+        "<test><substitutions>\n<substitution><name>x</name><values><value>1</value></values>"
+        "</substitution>\n<substitution><name>x</name><values><value>2</value></values>"
+        "</substitution></substitutions><query>SELECT {x}</query></test>",
+        3,
+        "declared twice",
+    ),
+    ("<test>\n<settings>\n<a><b>1</b></a></settings><query>SELECT 1</query></test>", 3, "child"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "message"), BAD_CASES)
+def test_bad_test_file_is_an_error_naming_file_and_line(text: str, line: int, message: str) -> None:
+    with pytest.raises(TestDefError) as caught:
+        parse_test(Path("bad.xml"), text.encode())
+    assert caught.value.location.line == line
+    assert message in caught.value.reason
+    assert str(caught.value).startswith(f"bad.xml:{line}: ")
+
+
+def test_legacy_and_unknown_elements_are_warnings_with_lines() -> None:
+    text = """<test>
+    <type>loop</type>
+    <stop_conditions><any_of><iterations>10</iterations></any_of></stop_conditions>
+    <main_metric><min_time/></main_metric>
+    <preconditions><table_exists>hits_100m</table_exists></preconditions>
+    <metrics><max_rows_per_second/></metrics>
+    <frobnicate/>
+    <query short="1">SELECT 1</query>
+    <query colour="red">SELECT 2</query>
+</test>"""
+    test = parse_test(Path("legacy.xml"), text.encode())
+    assert [str(w) for w in test.warnings] == [
+        "legacy.xml:2: legacy element <type> ignored",
+        "legacy.xml:3: legacy element <stop_conditions> ignored",
+        "legacy.xml:4: legacy element <main_metric> ignored",
+        "legacy.xml:5: legacy element <preconditions> ignored",
+        "legacy.xml:6: legacy element <metrics> ignored",
+        "legacy.xml:7: unknown element <frobnicate> ignored",
+        "legacy.xml:9: unknown attribute colour ignored",
+    ]
+    assert [q.sql for q in test.queries] == ["SELECT 1", "SELECT 2"]
+
+
+def test_unused_substitution_is_a_warning() -> None:
+    text = (
+        "<test><substitutions><substitution><name>x</name><values><value>1</value></values>"
+        "</substitution></substitutions><query>SELECT 1</query></test>"
+    )
+    test = parse_test(Path("u.xml"), text.encode())
+    assert [w.message for w in test.warnings] == ["substitution {x} is never used"]
+
+
+@pytest.mark.parametrize(
+    ("tags", "is_long"),
+    [("", False), ("<tags><tag>long</tag></tags>", True), ("<tags><tag>short</tag></tags>", False)],
+)
+def test_long_tag_marks_test_long(tags: str, is_long: bool) -> None:
+    test = parse_test(Path("t.xml"), f"<test>{tags}<query>SELECT 1</query></test>".encode())
+    assert test.is_long is is_long
+    assert test.max_ignored_relative_change is None
+
+
+def test_create_and_fill_keep_document_order_in_statements() -> None:
+    text = """<test>
+<create_query>CREATE TABLE a (x UInt8) ENGINE = Memory</create_query>
+<fill_query>INSERT INTO a VALUES (1)</fill_query>
+<create_query>CREATE TABLE b (x UInt8) ENGINE = Memory</create_query>
+<query>SELECT 1</query>
+<drop_query>DROP TABLE IF EXISTS a</drop_query>
+</test>"""
+    test = parse_test(Path("o.xml"), text.encode())
+    assert [(s.kind, s.location.line) for s in test.statements] == [
+        ("create_query", 2),
+        ("fill_query", 3),
+        ("create_query", 4),
+        ("query", 5),
+        ("drop_query", 6),
+    ]
+
+
+def test_cdata_and_entities_are_query_text() -> None:
+    text = "<test><query><![CDATA[SELECT 1 < 2]]> AND 3 &gt; 2</query></test>"
+    test = parse_test(Path("c.xml"), text.encode())
+    assert test.queries[0].sql == "SELECT 1 < 2 AND 3 > 2"
+
+
+def test_load_test_names_an_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(TestDefError, match="cannot read test file"):
+        load_test(tmp_path / "missing.xml")
+
+
+def test_discover_sorts_and_deduplicates(tmp_path: Path) -> None:
+    for name in ["b.xml", "a.xml", "notes.txt"]:
+        (tmp_path / name).write_text("<test/>")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.xml").write_text("<test/>")
+    found = discover([tmp_path, tmp_path / "a.xml", tmp_path / "sub" / "c.xml"])
+    assert found == [tmp_path / "a.xml", tmp_path / "b.xml", tmp_path / "sub" / "c.xml"]
+
+
+def test_discover_rejects_a_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(ChperfError, match="no such test file or directory"):
+        discover([tmp_path / "nope"])
+
+
+def test_two_files_with_one_test_name_are_an_error() -> None:
+    check_unique_names([Path("a/x.xml"), Path("a/y.xml")])
+    with pytest.raises(TestDefError, match=r"also the name of a/x\.xml"):
+        check_unique_names([Path("a/x.xml"), Path("b/x.xml")])
+
+
+def test_repository_suite_parses_without_errors() -> None:
+    suite = REPO / "perf_tests"
+    for path in discover([suite]):
+        load_test(path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,79 @@ from artifacts.errors import ChperfError
 SCHEMA_VERSION = 1
 MANIFEST = "run.json"
 CHPERF_VERSION = "0.1.0"
+
+
+RUNNING = "running"
+COMPLETE = "complete"
+INTERRUPTED = "interrupted"
+
+
+@dataclass
+class RunManifest:
+    """run.json as the runner keeps it: created when the tests are loaded, then moved on by
+    the named transitions below, each of which the runner follows with `write`."""
+
+    chperf_version: str
+    run_id: str
+    start_time: str  # ISO 8601, UTC
+    machine: dict[str, object]
+    options: dict[str, object]
+    warnings: list[str]
+    status: str = RUNNING  # then COMPLETE or INTERRUPTED, never back
+    end_time: str | None = None
+    duration_seconds: float | None = None
+    servers: Mapping[str, object] = dataclasses.field(default_factory=dict)  # first process
+    processes: list[Mapping[str, object]] = dataclasses.field(default_factory=list)
+    measured: dict[str, object] = dataclasses.field(default_factory=dict)
+    profiling: dict[str, object] = dataclasses.field(default_factory=dict)
+
+    def servers_started(self, sets: Sequence[Mapping[str, object]]) -> None:
+        """Every server process of the run, {side: info} per process set; `servers` is the
+        first set, whose servers the profile runs use. Again after every restart."""
+        self.servers = sets[0]
+        self.processes = list(sets)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def measurement_ended(self, run_seconds: float, wake_queries: int) -> None:
+        self.measured = {
+            "measured_runs_seconds": round(run_seconds, 6),
+            "wake_queries": wake_queries,
+        }
+
+    def profiles_taken(self, records: Sequence[object], unavailable: str | None,
+                       problems: Sequence[str]) -> None:  # fmt: skip
+        self.profiling = {
+            "profiles": list(records),
+            "profiling_unavailable": unavailable,
+            "profile_problems": list(problems),
+        }
+
+    def finish(self, status: str, end_time: str, duration_seconds: float) -> None:
+        assert self.status == RUNNING and status in (COMPLETE, INTERRUPTED), status
+        self.status, self.end_time = status, end_time
+        self.duration_seconds = round(duration_seconds, 3)
+
+    def document(self) -> dict[str, object]:
+        return {
+            "chperf_version": self.chperf_version,
+            "run_id": self.run_id,
+            "status": self.status,
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "duration_seconds": self.duration_seconds,
+            "servers": self.servers,
+            "machine": self.machine,
+            "options": self.options,
+            "warnings": self.warnings,
+            "processes": self.processes,
+            **self.measured,
+            **self.profiling,
+        }
+
+    def write(self, directory: Path) -> None:
+        write_manifest(directory, self.document())
 
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from artifacts.calibration import CALIBRATION_FILE
 from bench.runs import (
     CHANGED,
     QUICK_TESTS,
@@ -28,7 +29,7 @@ from bench.runs import (
     same_pace_ratio,
     slowest_tests,
 )
-from compare.calibration import CALIBRATION_FILE, read_calibration
+from compare.calibration import read_calibration
 
 BAR_CHANGED = 1
 BAR_UNSTABLE_SHARE = 0.03

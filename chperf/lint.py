@@ -12,8 +12,9 @@ from artifacts.errors import ChperfError, ExitCode
 from artifacts.verdicts import read_verdicts
 from compare.compare import CompareOptions, compare_directory
 from runner.lint import LintProblem, MeasuredQuery, lint_paths, measured_problems
+from runner.options import RunOptions
 from runner.profiler import ProfileOptions
-from runner.run import RunOptions, run
+from runner.run import run
 from runner.server import ServerSpec, default_server_binary
 from runner.testdef import discover, load_test
 

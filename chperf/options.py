@@ -15,8 +15,8 @@ from ci.shard import read_weights, select_paths
 from compare.compare import CompareOptions
 from compare.stopping import StopRule
 from compare.verdict import Thresholds
+from runner.options import RunOptions, ShardSelection
 from runner.profiler import ProfileOptions
-from runner.run import RunOptions, ShardSelection
 from runner.server import ServerSpec, default_server_binary
 from runner.serverconfig import validate_overlay
 from runner.testdef import discover

@@ -11,8 +11,8 @@ from ci.shard import Shard
 from compare.compare import CompareOptions
 from compare.paired import METHODS
 from runner import pinning
+from runner.options import RunOptions
 from runner.profiler import ProfileOptions
-from runner.run import RunOptions
 
 DESCRIPTION = "Side-by-side performance regression check for ClickHouse."
 

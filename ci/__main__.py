@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from artifacts.errors import ChperfError, ExitCode
+from artifacts.status import SUMMARY_MD
 from ci import comment, summary
 from ci.env import CiContext, from_environ
 
@@ -68,7 +69,7 @@ def cmd_summary(args: argparse.Namespace, ctx: CiContext) -> int:
     step_summary = args.step_summary or (ctx.step_summary if ctx.in_actions else None)
     if step_summary is not None:
         with step_summary.open("a", encoding="utf-8") as f:
-            f.write((args.out / summary.SUMMARY_MD).read_text(encoding="utf-8"))
+            f.write((args.out / SUMMARY_MD).read_text(encoding="utf-8"))
     if args.annotations or ctx.in_actions:
         for line in summary.error_annotations(result):
             print(line)  # workflow commands are read from stdout
@@ -84,7 +85,7 @@ def cmd_comment(args: argparse.Namespace, ctx: CiContext) -> int:
         return 0
     if not ctx.token:
         raise ChperfError("GITHUB_TOKEN is not set", hint="pass it to the step's env")
-    body = (args.out / summary.SUMMARY_MD).read_text(encoding="utf-8")
+    body = (args.out / SUMMARY_MD).read_text(encoding="utf-8")
     api = comment.UrllibGitHub(ctx.api_url, ctx.token)
     done = comment.upsert_comment(api, repository, pr, body, summary.MARKER)
     print(f"ci: PR #{pr} comment {done}", file=sys.stderr)

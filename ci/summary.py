@@ -15,7 +15,6 @@ Format history of status.json: 1 -- first version (issue 6).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,16 +22,13 @@ from typing import Any
 
 from artifacts.errors import ExitCode
 from artifacts.manifest import load_manifest
+from artifacts.status import CheckStatus, write_status
 from artifacts.summary import SummaryQuery, read_summary
 from artifacts.tables import TESTS
 from artifacts.tsv import read_table
 from report.display import duration, percent, ratio, ratio_text
 
-STATUS_SCHEMA_VERSION = 1
-SUMMARY_MD = "summary.md"
-STATUS_JSON = "status.json"
 MARKER = "<!-- chperf:perf-check -->"
-DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
 # Rows of the changed-queries table: a comment people read, the report has them all.
 MAX_ROWS = 30
 # The order of the table: what needs attention first.
@@ -183,17 +179,16 @@ def _links(options: SummaryOptions) -> str:
     return " · ".join(links)
 
 
-def status_document(s: CheckSummary, options: SummaryOptions) -> dict[str, Any]:
-    return {
-        "schema_version": STATUS_SCHEMA_VERSION,
-        "status": s.status,
-        "exit_code": s.exit_code,
-        "description": status_line(s)[:DESCRIPTION_LIMIT],
-        "counts": dict(s.counts),
-        "changed": len(s.changed),
-        "report_url": options.report_url,
-        "run_url": options.run_url,
-    }
+def check_status(s: CheckSummary, options: SummaryOptions) -> CheckStatus:
+    return CheckStatus(
+        status=s.status,
+        exit_code=s.exit_code,
+        description=status_line(s),
+        counts=s.counts,
+        changed=len(s.changed),
+        report_url=options.report_url,
+        run_url=options.run_url,
+    )
 
 
 def error_annotations(s: CheckSummary) -> list[str]:
@@ -229,7 +224,5 @@ def write(out: Path, options: SummaryOptions) -> CheckSummary:
     """Write summary.md and status.json into `out`."""
     s = load(out, options)
     out.mkdir(parents=True, exist_ok=True)  # a merge that failed early may not have made it
-    (out / SUMMARY_MD).write_text(render_markdown(s, options), encoding="utf-8")
-    document = json.dumps(status_document(s, options), indent=2, ensure_ascii=False)
-    (out / STATUS_JSON).write_text(document + "\n", encoding="utf-8")
+    write_status(out, check_status(s, options), render_markdown(s, options))
     return s

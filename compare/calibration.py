@@ -1,4 +1,4 @@
-"""A/A calibration (issue 8 item 2): per-query noise floors measured by running the
+"""A/A calibration: per-query noise floors measured by running the
 reference against itself, written to calibration.tsv and applied by later comparisons.
 
 An A/A run (`chperf run --aa`: patched = the reference binary with the reference overlays)
@@ -27,23 +27,20 @@ A later run with `--calibration FILE` gives each query the min effect
 A query the file lacks (or whose SQL text changed since) keeps the default and is reported
 "not calibrated": never silently treated as calibrated.
 
-Format history of calibration.tsv (TabSeparatedWithNames, chperf.artifacts escaping):
-  1 -- first version (issue 8); the header must match CALIBRATION_COLUMNS exactly.
+The file's format: artifacts/calibration.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from artifacts.errors import ChperfError
-from artifacts.tsv import escape, unescape
+from artifacts.calibration import CalibrationRow
+from artifacts.calibration import read_calibration as read_calibration_rows
 from compare.verdict import QueryVerdict
 
-CALIBRATION_FILE = "calibration.tsv"
 CALIBRATED = "calibrated"
 NOT_CALIBRATED = "not calibrated"
 
@@ -54,42 +51,6 @@ NOT_CALIBRATED = "not calibrated"
 CALIBRATION_FACTOR = 1.5
 # MDE = max(min effect, MDE_FACTOR x T): see the module docstring.
 MDE_FACTOR = 2.0
-
-CALIBRATION_COLUMNS = (
-    "test",
-    "query_index",
-    "query",
-    "runs",
-    "reference_median",
-    "diff",
-    "threshold",
-    "p_value",
-    "flagged",
-    "flag_rate",
-    "mde",
-    "noise_floor",
-)
-
-
-@dataclass(frozen=True)
-class CalibrationRow:
-    test: str
-    query_index: int
-    query: str
-    runs: int  # measured runs per side (the smaller side)
-    reference_median: float  # seconds
-    diff: float  # fractions, as in verdicts.tsv
-    threshold: float
-    p_value: float
-    flagged: bool
-    flag_rate: float
-    mde: float
-    noise_floor: float
-
-    @property
-    def min_effect(self) -> float:
-        """The min effect this calibration asks for (before the defaults' max)."""
-        return CALIBRATION_FACTOR * self.noise_floor
 
 
 def flag_cutoff(verdict: QueryVerdict) -> float | None:
@@ -139,22 +100,6 @@ def calibration_rows(
     return rows
 
 
-def write_calibration(out: Path, rows: Iterable[CalibrationRow]) -> Path:
-    lines = ["\t".join(CALIBRATION_COLUMNS) + "\n"]
-    for r in rows:
-        values: list[Any] = [
-            escape(r.test), r.query_index, escape(r.query), r.runs, repr(r.reference_median),
-            repr(r.diff), repr(r.threshold), repr(r.p_value), int(r.flagged), repr(r.flag_rate),
-            repr(r.mde), repr(r.noise_floor),
-        ]  # fmt: skip
-        lines.append("\t".join(str(v) for v in values) + "\n")
-    path = out / CALIBRATION_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 @dataclass(frozen=True)
 class Calibration:
     source: str  # the file, as given
@@ -168,67 +113,9 @@ class Calibration:
             return None, f"{NOT_CALIBRATED}: not in {self.source}"
         if row.query != query:
             return None, f"{NOT_CALIBRATED}: its SQL changed since {self.source} was made"
-        return row.min_effect, CALIBRATED
+        return CALIBRATION_FACTOR * row.noise_floor, CALIBRATED
 
 
 def read_calibration(path: Path) -> Calibration:
-    """Read calibration.tsv; a malformed file is a ChperfError naming file:line (exit 2)."""
-    hint = "regenerate it with `chperf run --aa --out DIR` (DIR/calibration.tsv)"
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ChperfError(f"calibration file {path}: cannot be read: {e}", hint=hint) from e
-    header = tuple(lines[0].split("\t"))
-    if header != CALIBRATION_COLUMNS:
-        raise ChperfError(
-            f"{path}:1: expected the columns {', '.join(CALIBRATION_COLUMNS)}; "
-            f"found {', '.join(header)}",
-            hint=hint,
-        )
-    if lines[-1] != "":
-        raise ChperfError(f"{path}:{len(lines)}: truncated line (no end of line)", hint=hint)
-    rows: dict[tuple[str, int], CalibrationRow] = {}
-    for number, line in enumerate(lines[1:-1], start=2):
-        row = _parse_row(path, number, line, hint)
-        if (row.test, row.query_index) in rows:
-            raise ChperfError(
-                f"{path}:{number}: {row.test} query {row.query_index} is listed twice", hint=hint
-            )
-        rows[(row.test, row.query_index)] = row
-    return Calibration(str(path), rows)
-
-
-def _parse_row(path: Path, number: int, line: str, hint: str) -> CalibrationRow:
-    fields = line.split("\t")
-    if len(fields) != len(CALIBRATION_COLUMNS):
-        raise ChperfError(
-            f"{path}:{number}: expected {len(CALIBRATION_COLUMNS)} columns, found {len(fields)}",
-            hint=hint,
-        )
-    try:
-        number_fields = [float(f) for f in (*fields[4:8], *fields[9:12])]
-        row = CalibrationRow(
-            test=unescape(fields[0]),
-            query_index=int(fields[1]),
-            query=unescape(fields[2]),
-            runs=int(fields[3]),
-            reference_median=number_fields[0],
-            diff=number_fields[1],
-            threshold=number_fields[2],
-            p_value=number_fields[3],
-            flagged=_flag(fields[8]),
-            flag_rate=number_fields[4],
-            mde=number_fields[5],
-            noise_floor=number_fields[6],
-        )
-    except ValueError as e:
-        raise ChperfError(f"{path}:{number}: bad value: {e}", hint=hint) from e
-    if not row.noise_floor >= 0:
-        raise ChperfError(f"{path}:{number}: noise_floor {row.noise_floor} < 0", hint=hint)
-    return row
-
-
-def _flag(text: str) -> bool:
-    if text not in ("0", "1"):
-        raise ValueError(f"flagged must be 0 or 1, got {text!r}")
-    return text == "1"
+    """calibration.tsv as the per-query floors of a comparison (exit 2 when malformed)."""
+    return Calibration(str(path), read_calibration_rows(path))

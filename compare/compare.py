@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from artifacts.calibration import write_calibration
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.manifest import read_manifest
 from artifacts.summary import write_summary
@@ -25,7 +26,6 @@ from compare.calibration import (
     flag_cutoff,
     paired_flag_cutoff,
     read_calibration,
-    write_calibration,
 )
 from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather

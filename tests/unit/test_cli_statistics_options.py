@@ -11,7 +11,7 @@ from chperf.options import compare_options as _compare_options
 from chperf.options import run_options as _run_options
 from chperf.parser import build_parser
 from compare.fdr import FDR_Q
-from runner.run import RunOptions
+from runner.options import RunOptions
 
 
 def test_the_fdr_is_on_at_005_by_default_and_0_turns_it_off() -> None:

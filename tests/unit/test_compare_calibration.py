@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from artifacts.calibration import CALIBRATION_COLUMNS
 from artifacts.errors import ChperfError
 from artifacts.manifest import write_manifest
 from compare import CompareOptions, compare_directory
 from compare.bootstrap import RatioInterval
-from compare.calibration import (
-    CALIBRATION_COLUMNS,
-    CALIBRATION_FACTOR,
-    read_calibration,
-)
+from compare.calibration import CALIBRATION_FACTOR, read_calibration
 from compare.randomization import SeriesStats
 from compare.verdict import EQUIVALENT, INCONCLUSIVE, QueryEvidence, Thresholds, Verdict, classify
 from tests.runs import SERVER, STEADY_7, aa_run, verdict_rows, write_artifacts
@@ -30,12 +27,15 @@ def test_an_aa_run_writes_calibration_tsv_with_floors_and_flag_rates(tmp_path: P
     compare_directory(out, CompareOptions(aa=True))
     lines = (out / "calibration.tsv").read_text().splitlines()
     assert tuple(lines[0].split("\t")) == CALIBRATION_COLUMNS
-    rows = read_calibration(out / "calibration.tsv").rows
+    calibration = read_calibration(out / "calibration.tsv")
+    rows = calibration.rows
     quiet, offset = rows[("t", 0)], rows[("t", 1)]
     assert quiet.runs == 7 and quiet.query == "SELECT 0"
     assert quiet.flagged is False and quiet.flag_rate == 0.0  # no split reaches 5%
     assert offset.noise_floor == pytest.approx(0.04, rel=1e-6)  # |D|, above its T
-    assert offset.min_effect == pytest.approx(CALIBRATION_FACTOR * 0.04, rel=1e-6)
+    min_effect, status = calibration.lookup("t", 1, offset.query)
+    assert min_effect == pytest.approx(CALIBRATION_FACTOR * 0.04, rel=1e-6)
+    assert status == "calibrated"
     assert offset.mde == pytest.approx(max(0.05, 2 * offset.threshold))
     assert 0 <= offset.flag_rate <= 0.02
 

@@ -8,7 +8,8 @@ import pytest
 
 from artifacts.errors import ChperfError
 from ci.shard import Shard, ShardWeights, assign, read_weights, select_paths
-from runner.run import RunOptions, ShardSelection, load_tests
+from runner.options import RunOptions, ShardSelection
+from runner.selection import load_tests
 from runner.server import ServerSpec
 from runner.testdef import discover
 from tests.conftest import DATA

@@ -1,0 +1,50 @@
+"""status.json and summary.md: the PR check's outcome, written by `python -m ci summary` for
+the workflow (commit status, PR comment, job summary).
+
+  status.json  {"schema_version": 1, "status": "success"|"failure"|"error",
+               "exit_code": 0|1|2|3, "description": <= 140 characters (a commit status
+               limit), "counts": {verdict: n}, "changed": n, "report_url", "run_url"}
+  summary.md   markdown: a hidden marker (to find the PR comment again), the status line,
+               the changed queries with ratios, links
+
+Format history of status.json:
+  1 -- first version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+STATUS_SCHEMA_VERSION = 1
+STATUS_JSON = "status.json"
+SUMMARY_MD = "summary.md"
+DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
+
+
+@dataclass(frozen=True)
+class CheckStatus:
+    status: str  # success, failure, error
+    exit_code: int
+    description: str
+    counts: tuple[tuple[str, int], ...]
+    changed: int
+    report_url: str
+    run_url: str
+
+
+def write_status(out: Path, status: CheckStatus, markdown: str) -> None:
+    (out / SUMMARY_MD).write_text(markdown, encoding="utf-8")
+    document = {
+        "schema_version": STATUS_SCHEMA_VERSION,
+        "status": status.status,
+        "exit_code": status.exit_code,
+        "description": status.description[:DESCRIPTION_LIMIT],
+        "counts": dict(status.counts),
+        "changed": status.changed,
+        "report_url": status.report_url,
+        "run_url": status.run_url,
+    }
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    (out / STATUS_JSON).write_text(text + "\n", encoding="utf-8")

@@ -1,0 +1,153 @@
+"""Setup and teardown statements (create, fill, drop) on every server of a run, in
+parallel, and the wait for background merges before a test's queries are measured."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from artifacts.tables import SIDES, STAGE_SETUP, WHOLE_TEST, ErrorRow
+from runner.executor import HttpExecutor, QueryOutcome
+from runner.servers import ServerPair, Side
+from runner.settle import (
+    CANNOT_ASSIGN_OPTIMIZE,
+    OPTIMIZE_ATTEMPTS,
+    SETTLE_TIMEOUT_S,
+    THROW_IF_NOOP,
+    Settled,
+    is_optimize,
+    layout_differences,
+    running_merges,
+    settle,
+    wait_for_merges,
+)
+from runner.testdef import Statement, TestDef
+
+# Create/fill queries may load a lot of data: they get more time than a measured query.
+SETUP_TIMEOUT_S = 600.0
+SETUP_KINDS = ("create_query", "fill_query")  # run in document order, as written
+DROP_KINDS = ("drop_query",)
+
+Server = tuple[int, str]  # (process set, side)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Of one server: its first failure (None when all ran, or failures are ignored) and, when
+    the server did not answer, the outcome that says so (the caller restarts it)."""
+
+    server: Server
+    error: ErrorRow | None
+    gone: QueryOutcome | None
+
+
+def statements(test: TestDef, kinds: Sequence[str]) -> tuple[Statement, ...]:
+    return tuple(s for s in test.statements if s.kind in kinds)
+
+
+def every_server(sets: Sequence[ServerPair]) -> list[Server]:
+    return [(process, side) for process in range(len(sets)) for side in SIDES]
+
+
+def on_every_server(
+    sets: Sequence[ServerPair], test: TestDef, queries: tuple[Statement, ...], stage: str | None
+) -> list[Outcome]:
+    """Run the statements on every server in parallel. With stage None, failures are ignored
+    (drops before the setup may find nothing)."""
+    if not queries:
+        return []
+    servers = every_server(sets)
+
+    def run_on(server: Server) -> Outcome:
+        process, side = server
+        return Outcome(server, *_run_statements(sets[process], side, test, queries, stage))
+
+    with ThreadPoolExecutor(max_workers=len(servers)) as pool:
+        return list(pool.map(run_on, servers))
+
+
+def settle_all(sets: Sequence[ServerPair], test: TestDef) -> list[str]:
+    """Wait until no server is merging; warnings for servers still merging, unreachable, or
+    holding tables that differ in layout."""
+    servers = every_server(sets)
+
+    def on(server: Server) -> Settled | Exception:
+        process, side = server
+        try:
+            return settle(sets[process].side(side).control)
+        except Exception as e:  # a dead server shows in the measured runs; say why here
+            return e
+
+    with ThreadPoolExecutor(max_workers=len(servers)) as pool:
+        results = list(pool.map(on, servers))
+    warnings = []
+    parts: dict[str, dict[str, int]] = {}
+    for (process, side), result in zip(servers, results, strict=True):
+        name = side if process == 0 else f"{side} #{process + 1}"
+        if isinstance(result, Exception):
+            warnings.append(f"{test.name}: could not check merges on the {name} server: {result}")
+            continue
+        if not result.merges_done:
+            warnings.append(
+                f"{test.name}: the {name} server was still merging {SETTLE_TIMEOUT_S:.0f} s "
+                "after the setup; its queries are measured anyway"
+            )
+        parts[name] = result.parts
+    warnings.extend(
+        f"{test.name}: {line}. The servers' data differ in layout, which can make "
+        "queries differ where the patch did not; fill the tables deterministically "
+        "(OPTIMIZE TABLE ... FINAL after the inserts)"
+        for line in layout_differences(parts)
+    )
+    return warnings
+
+
+def _run_statements(
+    pair: ServerPair, side: str, test: TestDef, queries: tuple[Statement, ...], stage: str | None
+) -> tuple[ErrorRow | None, QueryOutcome | None]:
+    executor = HttpExecutor(pair.side(side).process.ports.http, SETUP_TIMEOUT_S)
+    settings = dict(test.settings)
+    try:
+        for number, statement in enumerate(queries):
+            qid = f"{test.name}.{stage or 'drop'}{number}"
+            if stage == STAGE_SETUP and is_optimize(statement.sql):
+                outcome = _optimize(executor, pair.side(side), statement.sql, qid, settings)
+            else:
+                outcome = executor.execute(statement.sql, qid, settings)
+            if outcome.ok:
+                continue
+            gone = outcome if outcome.server_gone else None
+            if stage is None:
+                if gone:
+                    return None, gone
+                continue
+            where = f"{statement.location}: <{statement.kind}>"
+            number = pair.side(side).process.process
+            name = side if number == 0 else f"{side} #{number + 1}"
+            message = f"{where} failed on the {name} server: {outcome.message}"
+            return ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message), gone
+    finally:
+        executor.close()
+    return None, None
+
+
+def _optimize(
+    executor: HttpExecutor, server: Side, sql: str, qid: str, settings: dict[str, str]
+) -> QueryOutcome:
+    """A setup OPTIMIZE that merges, not one that a running background merge turned into a
+    silent no-op (runner/settle.py): wait for merges, run it with optimize_throw_if_noop, and
+    try again while "can't OPTIMIZE" coincides with merges. When nothing was merging, the
+    OPTIMIZE had nothing to do: it runs once more as written, as ClickHouse itself would."""
+    wait_for_merges(server.control)
+    if not server.capabilities.optimize_throw_if_noop:
+        return executor.execute(sql, qid, settings)
+    strict = {**settings, THROW_IF_NOOP: "1"}
+    for attempt in range(OPTIMIZE_ATTEMPTS):
+        outcome = executor.execute(sql, f"{qid}.try{attempt}", strict)
+        if outcome.error_code != CANNOT_ASSIGN_OPTIMIZE or running_merges(server.control) == 0:
+            break
+        wait_for_merges(server.control)
+    if outcome.error_code != CANNOT_ASSIGN_OPTIMIZE:
+        return outcome
+    return executor.execute(sql, qid, settings)

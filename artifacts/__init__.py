@@ -1,2 +1,1 @@
-"""The ground floor: every file chperf writes or reads, one reader and one writer per format,
-and the one error type. Imports nothing of chperf's other packages."""
+"""Every file format (one reader, one writer each) and the error type; imports no chperf package."""

@@ -1,13 +1,5 @@
-"""calibration.tsv: per-query noise of an A/A run (the reference against itself), written by
-`chperf compare --aa` and read by later comparisons given `--calibration FILE`. What each
-column means and how it is used: compare/calibration.py.
-
-TabSeparatedWithNames with artifacts/tsv.py escaping; the header must match
-CALIBRATION_COLUMNS exactly, and any malformed line is an error naming file:line.
-
-Format history:
-  1 -- first version.
-"""
+"""calibration.tsv: per-query noise of an A/A run, read back by `--calibration FILE` (columns:
+docs/formats.md "calibration.tsv"). Format history: 1 -- first version."""
 
 from __future__ import annotations
 

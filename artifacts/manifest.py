@@ -1,12 +1,7 @@
-"""run.json, the run manifest: who ran what, on which servers, with which options.
-
-Written atomically at the start, after every server (re)start and at the end, so a crash
-never leaves half a manifest and the status says how far the run got.
-
-Format history (bump SCHEMA_VERSION on incompatible changes; it versions the run's tables
-too, artifacts/tables.py):
-  1 -- first version.
-"""
+"""run.json, the run manifest: who ran what, on which servers, with which options. Written
+atomically at the start, after every server (re)start and at the end, so a crash never leaves
+half a manifest and the status says how far the run got.
+Format history (SCHEMA_VERSION, also of the run's tables): 1 -- first version."""
 
 from __future__ import annotations
 
@@ -31,8 +26,7 @@ INTERRUPTED = "interrupted"
 
 @dataclass
 class RunManifest:
-    """run.json as the runner keeps it: created when the tests are loaded, then moved on by
-    the named transitions below, each of which the runner follows with `write`."""
+    """run.json as the runner keeps it; the runner follows each transition below with `write`."""
 
     chperf_version: str
     run_id: str
@@ -98,7 +92,6 @@ class RunManifest:
 
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
-    """Write run.json atomically (a crash never leaves half a manifest)."""
     data = {"schema_version": SCHEMA_VERSION, **manifest}
     tmp = directory / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")

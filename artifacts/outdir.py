@@ -1,5 +1,5 @@
-"""The output directory of a stage: created, checked writable, and never clobbered unless
-asked (--force), before any server starts."""
+"""The output directory: created, checked writable and never clobbered without --force, all
+before any server starts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from artifacts.manifest import MANIFEST
 
 
 def prepare_out_dir(out: Path, force: bool) -> None:
-    """Fail before any server starts when OUT cannot take this run's artifacts."""
     if out.exists() and not out.is_dir():
         raise ChperfError(f"output {out} exists and is not a directory")
     if out.exists() and any(out.iterdir()):

@@ -1,15 +1,5 @@
-"""status.json and summary.md: the PR check's outcome, written by `python -m ci summary` for
-the workflow (commit status, PR comment, job summary).
-
-  status.json  {"schema_version": 1, "status": "success"|"failure"|"error",
-               "exit_code": 0|1|2|3, "description": <= 140 characters (a commit status
-               limit), "counts": {verdict: n}, "changed": n, "report_url", "run_url"}
-  summary.md   markdown: a hidden marker (to find the PR comment again), the status line,
-               the changed queries with ratios, links
-
-Format history of status.json:
-  1 -- first version.
-"""
+"""status.json and summary.md: the PR check's outcome (docs/formats.md "status.json and
+summary.md"). Format history of status.json: 1 -- first version."""
 
 from __future__ import annotations
 

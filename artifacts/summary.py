@@ -1,6 +1,5 @@
-"""summary.json: the check's status, the count per verdict and every query's figures, for CI,
-the report and the history. Written atomically by compare; read by the report, ci/ and the
-history upload through `read_summary` alone.
+"""summary.json: the check's status, the count per verdict and every query's figures. Written
+atomically by compare; the report, ci/ and the history upload read it through `read_summary`.
 
 Format history (bump SUMMARY_SCHEMA_VERSION on incompatible changes):
   1 -- schema_version, status, message, counts, queries; then, additively: equivalence, fdr,
@@ -46,8 +45,6 @@ class NoiseSummary:
 
 @dataclass(frozen=True)
 class CalibrationSummary:
-    """`calibration`: how many queries an A/A calibration file covered."""
-
     file: str
     calibrated: int
     not_calibrated: int
@@ -82,7 +79,6 @@ class SummaryFile:
 
 
 def write_summary(out: Path, document: Mapping[str, Any]) -> Path:
-    """Atomically: CI reads this file, and must never see half of it."""
     path = out / SUMMARY_FILE
     tmp = out / (SUMMARY_FILE + ".tmp")
     tmp.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")

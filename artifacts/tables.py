@@ -1,9 +1,8 @@
 """The runner's tables: what was measured, what failed, and why each query stopped.
 
-Format history (the run's ``schema_version``, artifacts/manifest.py):
-  1 -- queries, runs, query_log, profile_events, errors, tests tables; stops.tsv (why each
-       query's measurement ended) added compatibly: readers treat a missing stops.tsv as
-       "not recorded"; runs.tsv gained `process` at the end (default 0).
+Format history (the run's schema_version, artifacts/manifest.py):
+  1 -- queries, runs, query_log, profile_events, errors, tests; then, compatibly: stops.tsv
+       (a missing one reads as "not recorded") and runs.tsv `process` (default 0).
 """
 
 from __future__ import annotations
@@ -16,18 +15,17 @@ from typing import Any, NamedTuple
 from artifacts.tsv import Columns, Table, read_columns, unescape
 
 # Stages in errors.tsv: where a problem happened.
-STAGE_PARSE = "parse"  # the test file could not be read
+STAGE_PARSE = "parse"
 STAGE_SETUP = "setup"  # create/fill queries
 STAGE_PREWARM = "prewarm"
 STAGE_RUN = "run"
-STAGE_TEARDOWN = "teardown"  # drop queries after the test
+STAGE_TEARDOWN = "teardown"
 STAGE_SERVER = "server"  # a server died, hung or was restarted
-STAGE_QUERY_LOG = "query_log"  # reading system.query_log after the runs
+STAGE_QUERY_LOG = "query_log"
 
-# Sides. The test-level pseudo side for problems that concern both servers.
 REFERENCE = "reference"
 PATCHED = "patched"
-BOTH = "both"
+BOTH = "both"  # errors.tsv's side for problems that concern both servers
 SIDES = (REFERENCE, PATCHED)
 
 # query_index used in errors.tsv for a problem of the whole test (parse, setup).
@@ -128,16 +126,14 @@ class RunTime(NamedTuple):
     query_index: int
     server: str
     run: int
-    client_time: float  # seconds
+    client_time: float
 
 
 class ServerTime(NamedTuple):
-    """The server's own duration of one run."""
-
     test: str
     query_index: int
     server: str
-    server_time: float  # seconds
+    server_time: float
 
 
 _RUN_TIME = ("test", "query_index", "server", "run", "client_time")
@@ -150,7 +146,6 @@ def read_run_times(directory: Path) -> Columns[RunTime]:
 
 
 def read_server_times(directory: Path) -> Columns[ServerTime]:
-    """query_log.tsv reduced to the server's duration of each run."""
     return read_columns(directory, QUERY_LOG.file, _SERVER_TIME, _SERVER_TIME, _server_time)
 
 

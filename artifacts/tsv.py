@@ -1,10 +1,6 @@
-"""TabSeparatedWithNames files of typed rows: one writer and one reader for every table.
-
-ClickHouse's escaping (backslash escapes for tab, newline and backslash; ``\\N`` for NULL),
-so chDB reads the files directly. A row type is a frozen dataclass; its fields are the
-columns, in order. Columns only ever grow at the end, with a default, so a reader takes a
-file written before a column was added.
-"""
+"""TabSeparatedWithNames files of typed rows, with ClickHouse's escaping so chDB reads them. A
+row type is a frozen dataclass whose fields are the columns, in order; columns are only ever
+appended, with a default, so a reader takes files written before a column existed."""
 
 from __future__ import annotations
 
@@ -47,8 +43,6 @@ _CH_TYPES = {
     "int | None": "Nullable(Int64)",
     "str | None": "Nullable(String)",
 }
-
-# --- escaping -----------------------------------------------------------------------------
 
 _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"}
 _UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r", "0": "\0", "'": "'", "b": "\b"}
@@ -100,9 +94,6 @@ def format_row(row: DataclassInstance) -> str:
     return "\t".join(_format_value(getattr(row, f.name)) for f in fields(row)) + "\n"
 
 
-# --- writing ------------------------------------------------------------------------------
-
-
 class TableWriter(Generic[R]):
     """Appends rows to one TSV file, flushed per row so a crash keeps what was measured."""
 
@@ -136,9 +127,6 @@ def write_table(directory: Path, table: Table[R], rows: Iterable[R]) -> Path:
     finally:
         writer.close()
     return writer.path
-
-
-# --- reading ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -218,8 +206,6 @@ def _parse_line(
         return None
     return table.row_type(**parsed)
 
-
-# --- reading by column name ---------------------------------------------------------------
 
 NULL = "\\N"
 

@@ -1,17 +1,10 @@
-"""verdicts.tsv and metrics.tsv: what compare decided per query, and per metric of a query.
-
-Both TabSeparatedWithNames with artifacts/tsv.py escaping, written atomically. Readers go by
-column name and take files of every version: columns only ever grow at the end, and a
-column a file lacks reads as NULL.
-
-  verdicts.tsv  one row per query (per test, query_index -1, for a test without queries)
-  metrics.tsv   one row per (query, metric that varies across runs): server_time and every
-                ProfileEvent
+"""verdicts.tsv (one row per query; query_index -1 for a test without queries) and metrics.tsv
+(one row per query and metric that varies across its runs), written atomically by compare.
+Readers take files of every version: a column a file lacks reads as NULL.
 
 Format history:
   1 -- test .. runs_patched; then, additively, ci_low, ci_high, equivalence, min_effect,
-       calibration (effect intervals, equivalence, A/A calibration) and process_diffs
-       (server process sets).
+       calibration and process_diffs.
 """
 
 from __future__ import annotations
@@ -82,7 +75,7 @@ class VerdictRow:
     ci_low: float | None = None  # ratio patched / reference
     ci_high: float | None = None
     equivalence: str = ""  # "equivalent" / "inconclusive" for unchanged queries
-    min_effect: float | None = None  # the minimum effect applied to this query
+    min_effect: float | None = None
     calibration: str = ""  # "calibrated" / "not calibrated: why" with --calibration
     process_diffs: tuple[float, ...] = ()  # D of each server process set
 

@@ -1,4 +1,4 @@
-"""A/A over the whole suite in adaptive mode (issue 8 bar: 0 changed, at most 1; at most 3%
+"""A/A over the whole suite in adaptive mode (the bar: 0 changed, at most 1; at most 3%
 unstable): the reference server against itself, then the same artifacts compared again
 without false-discovery control, to show what the FDR holds back.
 

@@ -1,4 +1,4 @@
-"""Benchmark of the randomization threshold (issue 3 bar), both methods in one run.
+"""Benchmark of the randomization threshold, both methods in one run.
 
   .venv/bin/python bench/bench_compare.py [--queries 3000] [--runs 15]
 

@@ -1,5 +1,5 @@
-"""A known change (issue 8 bar): patched = the same server with the max_block_size 8192
-overlay, which slows some queries by 5-30% and leaves others alone (METHOD.md §9).
+"""A known change: patched = the same server with the max_block_size 8192 overlay, which
+slows some queries by 5-30% and leaves others alone.
 
 1. Ground truth: a long fixed run (--runs 41) with the overlay; a query's true change is its D,
    unless the truth's server process sets disagree about it (opposite directions, one by at
@@ -10,12 +10,11 @@ wrong direction (bar 0), flags whose true change is < 2% (bar 0); the measured m
 of adaptive / fixed-15 (bar <= 0.6: run.json measured_runs_seconds, and the sum of client
 times), total wall times; and where the adaptive and fixed-15 verdicts disagree.
 
-A truth is itself a measurement: two 41-run truths taken hours apart disagree by more than
-4 points on a tenth of the queries. With --also-truth (other long runs of the same change,
-e.g. OUT/truth of earlier benches), it also prints how far the truths are apart and the same
-counts against what all of them agree on (bench/runs.py consensus): recall on queries >= 10%
-in every truth, flags opposite to a direction every truth shows by >= 2%, flags on queries
-below 2% in every truth.
+A truth is itself a measurement: long truths taken hours apart disagree on some queries.
+With --also-truth (other long runs of the same change, e.g. OUT/truth of earlier benches), it
+also prints how far the truths are apart and the same counts against what all of them agree
+on (bench/runs.py consensus): recall on queries >= 10% in every truth, flags opposite to a
+direction every truth shows by >= 2%, flags on queries below 2% in every truth.
 
 Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
                                                    [--reuse-truth | --rescore]

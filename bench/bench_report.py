@@ -1,4 +1,4 @@
-"""Report benchmark (issue 4 bar): 3,000 synthetic queries render in <= 5 s into <= 3 MB.
+"""Report benchmark (the bar: 3,000 synthetic queries render in <= 5 s into <= 3 MB).
 
 Usage: .venv/bin/python bench/bench_report.py [--queries N] [--runs N] [--repeat N]
 

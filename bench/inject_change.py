@@ -1,10 +1,10 @@
 """The adaptive stop rule against a change of known size, over this machine's real noise.
 
 The known-change benchmark (bench_known_change.py) uses a real patch, whose effect on some
-queries moves with the hour (session 9's note): a long truth measured in one hour disagrees
-with a run in another on a few queries, whatever the stop rule does. This benchmark takes
-that variable out. It keeps each query's real pair-to-pair noise from a long run and replaces
-its change with one of known size:
+queries moves with the hour: a long truth measured in one hour disagrees with a run in
+another on a few queries, whatever the stop rule does. This benchmark takes that variable
+out. It keeps each query's real pair-to-pair noise from a long run and replaces its change
+with one of known size:
 
 - per query, the log ratios r_i = ln(patched_i / reference_i) of the source run are centred
   on their 25% trimmed mean (the source's own change is removed) and shifted by ln(1 + shift);

@@ -1,4 +1,4 @@
-"""Shared by the issue 8 benchmarks: run `chperf run` as a subprocess and read its outputs."""
+"""Shared by the benchmarks: run `chperf run` as a subprocess and read its outputs."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from compare.noise import pair_spread
 REPO = Path(__file__).resolve().parents[1]
 QUICK_TESTS = REPO / "tests" / "data" / "runner_small"
 CHANGED = ("faster", "slower")
-# The known-change bar (issue 8): recall on true changes at least LARGE; a flag on a true
-# change below SMALL is a false one.
+# The known-change bar: recall on true changes at least LARGE; a flag on a true change below
+# SMALL is a false one.
 LARGE, SMALL = 0.10, 0.02
 
 
@@ -85,8 +85,8 @@ def slowest_tests(out: Path, count: int) -> list[tuple[str, float]]:
 def same_pace_ratio(run: RunResult, runs: int = 15) -> float:
     """Client time of `run` over what `runs` runs per side of every query would have cost at
     the same per-query pace (each query's own mean client time per run and side). Two runs
-    back to back on a shared machine can differ in speed by 25%; this ratio does not
-    depend on that."""
+    back to back on a shared machine can differ in speed; this ratio does not depend on
+    that."""
     per_query: dict[tuple[str, int], list[float]] = {}
     for row in read_table(run.out, RUNS).rows:
         per_query.setdefault((row.test, row.query_index), []).append(row.client_time)
@@ -98,11 +98,9 @@ def same_pace_ratio(run: RunResult, runs: int = 15) -> float:
 def truth_undetermined(query: dict[str, Any], min_effect: float = 0.05) -> bool:
     """Whether a ground-truth query's server process sets disagree about its change: opposite
     directions, one of them by at least the minimum effect. Its pooled D then mixes a
-    difference between two processes of the same binary (METHOD.md §9: memory layout) into
-    the "true change": in session 7's truth, one reference process ran agg_quantiles #6 at
-    86 ms and the other at 61 ms on all its 20 runs, while both patched processes ran 62 ms;
-    D came out -14%, where two earlier truths measured +3%. Such queries are left out of the
-    recall, wrong-direction and below-2% counts, and listed."""
+    difference between two processes of the same binary (memory layout) into the "true
+    change". Such queries are left out of the recall, wrong-direction and below-2% counts,
+    and listed."""
     diffs = query.get("process_diffs") or []
     if len(diffs) < 2:
         return False
@@ -112,9 +110,8 @@ def truth_undetermined(query: dict[str, Any], min_effect: float = 0.05) -> bool:
 def pair_noise(run: RunResult) -> float:
     """The machine's noise while `run` ran, as compare computes it for summary.json
     (compare/noise.py): per query, the standard deviation of ln(patched / reference) over its
-    first 7 ABBA pairs, then the median over the queries. Runs of the same suite back to
-    back have measured 0.04-0.12; the mode that ran in the noisier state needs more runs to
-    settle, which its time ratio then shows."""
+    first 7 ABBA pairs, then the median over the queries. The mode that ran in the noisier
+    state needs more runs to settle, which its time ratio then shows."""
     spread = pair_spread(gather(run.out).client_time.values())
     return float("nan") if spread is None else spread[0]
 
@@ -124,10 +121,9 @@ Key = tuple[str, int]
 
 @dataclass(frozen=True)
 class Consensus:
-    """What several independent long truths of the same change agree on. Two 41-run truths
-    of the max_block_size overlay, hours apart, differ by more than 4 points on 11-25 of 151
-    queries (90th percentile of |difference| 3.8-4.6 points) and put 4-7 queries on opposite
-    sides of 10%: one truth alone mislabels some queries the bar counts."""
+    """What several independent long truths of the same change agree on: long truths taken
+    hours apart disagree on some queries by several points, so one truth alone mislabels
+    some queries the bar counts."""
 
     large: dict[Key, float]  # |change| >= `large` in every truth, one direction: the mean
     directed: dict[Key, float]  # |change| >= `small` in every truth, one direction: the mean

@@ -20,8 +20,8 @@ class Terminated(BaseException):
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    """First SIGINT/SIGTERM: unwind (every `finally` stops what it started). Later ones are
-    ignored, so a second Ctrl-C cannot cut the cleanup short and leave servers behind."""
+    """Unwind on the first SIGINT/SIGTERM; ignore later ones, so a second Ctrl-C cannot cut
+    the cleanup short and leave servers behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Say so at once: stopping four servers can take seconds. os.write, not print: the

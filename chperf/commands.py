@@ -66,8 +66,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def analyze(out: Path, compare: CompareOptions) -> int:
-    """compare, then report. Errors while building the report fail the check too (the
-    report's status line says so): a report that may be missing something is not green."""
+    """compare, then report; a report that may be missing something fails the check too."""
     return int(max(_compare(out, compare), _report(out)))
 
 

@@ -89,7 +89,6 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def shard_selection(args: argparse.Namespace, tests: tuple[Path, ...]) -> ShardSelection | None:
-    """The test files of `--shard K/N`, balanced by `--shard-weights` when given."""
     if args.shard_weights is not None and args.shard is None:
         raise ChperfError("--shard-weights without --shard", hint="add --shard K/N")
     if args.shard is None:

@@ -1,14 +1,6 @@
 """`python -m ci COMMAND`: the CI side of chperf (used by ci/github/perf-check.yml).
 
-  matrix --shards N           the shard matrix [1..N] (stdout and the `shards` step output)
-  summary OUT [--exit-code C] status.json + summary.md in OUT; in Actions also the step
-                              summary and ::error annotations; exits with the check's code
-  comment OUT                 post or update the one PR comment with OUT/summary.md
-  upload OUT                  `chperf upload OUT` to $CHPERF_HISTORY_URL, labelled with the
-                              PR, SHAs and run URL
-
-Flags override what ci/env.py derives from the environment, so every command also runs
-outside CI with explicit values.
+Flags override what ci/env.py reads from the environment, so every command runs outside CI.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """One PR comment per check: found again by its hidden marker and updated, never duplicated.
-
-The GitHub REST API behind a narrow interface (`GitHubApi`), so the find-or-create logic is
-tested without a network; `UrllibGitHub` is the real one.
-"""
+`GitHubApi` is narrow so that the find-or-create logic is tested without a network."""
 
 from __future__ import annotations
 

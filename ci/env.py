@@ -1,19 +1,4 @@
-"""The only place that reads CI environment variables: GITHUB_* and the history URL.
-
-Everything is read once into a frozen `CiContext`; the rest of ci/ (and chperf) receives
-explicit options derived from it. Variables (GitHub Actions sets the GITHUB_* ones):
-
-  GITHUB_ACTIONS        "true" inside Actions: write the step summary and annotations
-  GITHUB_REPOSITORY     owner/name            GITHUB_SERVER_URL   https://github.com
-  GITHUB_API_URL        https://api.github.com
-  GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT           the workflow run, for links
-  GITHUB_SHA, GITHUB_REF, GITHUB_EVENT_NAME, GITHUB_EVENT_PATH (the event payload: PR
-                        number, head and base SHAs)
-  GITHUB_STEP_SUMMARY   file the job summary is appended to
-  GITHUB_OUTPUT         file step outputs are appended to
-  GITHUB_TOKEN          token for the PR comment (pass it explicitly in the workflow)
-  CHPERF_HISTORY_URL    clickhouse://user@host:port/db of the history database
-"""
+"""The only place that reads CI environment variables, once, into a frozen `CiContext`."""
 
 from __future__ import annotations
 
@@ -53,7 +38,6 @@ class CiContext:
         return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
 
     def upload_labels(self) -> dict[str, str]:
-        """What the history database should know about where a run came from."""
         labels = {
             "repository": self.repository,
             "event": self.event_name,

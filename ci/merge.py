@@ -1,13 +1,9 @@
 """`chperf merge`: put the shards of one check back together into one run directory.
 
-The shards of a check (`chperf run --shard K/N` on N machines) must have measured the same
-reference and patched binaries (sha256), with the same overlays and the same options except
-the shard, and all N of them must be there: a missing shard would silently drop tests from
-the check. The merged directory is an ordinary run directory (the same TSV tables, a run.json
-that lists the shards), so `chperf compare` and `chperf report` work on it unchanged.
-
-The merged run id is derived from the shard run ids, so merging the same shards again gives
-the same id (and `chperf upload` does not store the merge twice).
+All N shards must be there (a missing one would silently drop tests) and must have measured
+the same binaries, overlays and options. The result is an ordinary run directory, so compare
+and report work on it unchanged; its run id derives from the shards' ids, so merging the
+same shards again gives the same id and `chperf upload` does not store it twice.
 """
 
 from __future__ import annotations
@@ -28,17 +24,15 @@ from ci.shard import Shard
 STAGE_MERGE = "merge"  # errors.tsv stage of a problem found while merging
 # Options that differ between the shards of one check by design.
 SHARD_OPTIONS = ("shard", "shard_weights")
-# Where each shard's servers ran (--pin-cpu auto resolves per shard, against its own tests
-# and machine): every query compares two servers of one shard, placed alike, so shards may
-# differ here. The merged options keep the placement if all shards agree, else None; each
-# shard's own is in its `shards` entry.
+# --pin-cpu auto resolves per shard, and every query compares two servers of one shard placed
+# alike, so shards may differ here. The merged options keep a placement all shards agree on,
+# else None; each shard's own is in its `shards` entry.
 PLACEMENT_OPTIONS = ("pin_cpus", "pin")
 # Outputs of later stages: recomputed on the merged run, never copied from a shard.
 DERIVED_FILES = frozenset(
     {"verdicts.tsv", "metrics.tsv", "summary.json", "report.html", "status.json", "summary.md"}
 )
 DERIVED_DIRS = frozenset({"flamegraphs"})
-# Namespace of merged run ids (uuid5 of the sorted shard run ids).
 MERGE_NAMESPACE = uuid.UUID("6d1c1f0e-5a9b-4c1e-9f4e-2b7f0c3a8e51")
 
 
@@ -145,9 +139,6 @@ def _comparable_options(manifest: dict[str, Any]) -> dict[str, Any]:
 def _placement(manifest: dict[str, Any]) -> dict[str, Any]:
     options = manifest.get("options") or {}
     return {key: options.get(key) for key in PLACEMENT_OPTIONS}
-
-
-# --- writing the merged run -------------------------------------------------------------------
 
 
 def merge(shards: Sequence[ShardRun], out: Path) -> None:

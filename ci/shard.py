@@ -1,29 +1,14 @@
 """Which tests a shard `K/N` runs: deterministic, stable, balanced when timings are known.
 
-Pure functions over test names; the CI matrix runs `chperf run --shard K/N` for K = 1..N and
-`chperf merge` puts the pieces back together.
+Rendezvous hashing: a test goes to the shard that ranks best by sha256(name, shard), which
+depends on its own name and N only, so adding or removing a test moves no other test and
+machines that list the tests in a different order agree.
 
-Stability (why rendezvous hashing): every test ranks the N shards by
-sha256(test name, shard number) and goes to the best one. The rank depends on the test's own
-name and N only, so adding or removing a test file moves no other test, and two machines
-that list the tests in a different order agree on the assignment.
-
-Balance (why weights are a pinned snapshot): hashing spreads the *number* of tests evenly,
-not their duration, and one heavy test can make one shard much longer than the others. Given
-weights (a previous run's tests.tsv, or a `test<TAB>weight` file), the weighted tests are
-packed by a greedy, hash-preferring plan that is a function of **the weights file and N
-only**, never of the tests on disk:
-
-- Tests named in the weights file are packed heaviest first into their most preferred shard
-  that stays under the capacity (total weight / N, plus `BALANCE_SLACK`), else into the
-  least loaded one.
-- Tests missing from the weights file (new tests) are placed by hashing alone and do not
-  take part in the packing.
-
-So with a fixed weights file, adding a test file still moves no other test, and removing one
-moves nothing either. Refreshing the weights file (new timings) may move tests, in exchange
-for balance: keep the weights file in the repository and refresh it deliberately (say, once
-a week), rather than feeding every run the latest timings.
+Hashing balances the number of tests, not their duration. Weights (a previous run's
+tests.tsv) pack the tests they name heaviest first into their most preferred shard under
+capacity; tests they lack are placed by hashing alone. The plan depends on the weights file
+and N only, never on the tests on disk: keep that file in the repository and refresh it
+deliberately, since new timings may move tests.
 """
 
 from __future__ import annotations
@@ -37,9 +22,8 @@ from pathlib import Path
 
 from artifacts.errors import ChperfError
 
-# A shard may take this much more than the mean load before a weighted test goes elsewhere:
-# room for the test's preferred shard (fewer moves when timings change a little) without
-# letting one shard run far longer than the others.
+# Load above the mean a shard may take before a weighted test goes elsewhere: fewer moves
+# when timings change a little, without one shard running far longer than the others.
 BALANCE_SLACK = 0.10
 # Tests with zero recorded time (skipped or failed last time) still cost a setup: a floor
 # keeps them from all landing on one shard for free.
@@ -71,10 +55,8 @@ class Shard:
 
 @dataclass(frozen=True)
 class ShardWeights:
-    """Per-test weights (seconds) and the file they came from."""
-
     source: str
-    weights: tuple[tuple[str, float], ...]  # sorted by test name
+    weights: tuple[tuple[str, float], ...]  # (test, seconds), sorted by test name
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.weights)
@@ -86,7 +68,6 @@ def score(test: str, shard: int) -> bytes:
 
 
 def preference(test: str, count: int) -> list[int]:
-    """Shards 1..count, the test's most preferred first."""
     return sorted(range(1, count + 1), key=lambda k: score(test, k), reverse=True)
 
 
@@ -109,7 +90,6 @@ def balanced_plan(weights: ShardWeights, count: int) -> dict[str, int]:
 
 
 def assign(tests: Iterable[str], count: int, weights: ShardWeights | None = None) -> dict[str, int]:
-    """The shard (1..count) of every test."""
     plan = balanced_plan(weights, count) if weights else {}
     return {name: plan.get(name) or preference(name, count)[0] for name in tests}
 
@@ -120,9 +100,6 @@ def select_paths(
     """The test files of `shard`; a test's name is its file stem, as everywhere in chperf."""
     shards = assign({p.stem for p in paths}, shard.count, weights)
     return [p for p in paths if shards[p.stem] == shard.index]
-
-
-# --- the weights file -----------------------------------------------------------------------
 
 
 def read_weights(path: Path) -> ShardWeights:

@@ -1,16 +1,7 @@
-"""What the CI shows: status.json, summary.md, the job step summary and error annotations.
-
-Reads a run directory after `chperf merge` / `chperf compare`: summary.json (compare's,
-schema 1), run.json and tests.tsv (the test files, for annotations). Writes into it:
-
-  summary.md   markdown for the PR comment and the job summary: a hidden marker (to find the
-               comment again), the status line, the changed queries with ratios, links.
-  status.json  {"schema_version": 1, "status": "success"|"failure"|"error",
-                "exit_code": 0|1|2|3, "description": <= 140 chars (a commit status limit),
-                "counts": {verdict: n}, "changed": n, "report_url": str, "run_url": str}
+"""What the CI shows of a compared run: status.json and summary.md (artifacts/status.py),
+the job step summary and error annotations on the test files.
 
 Fails closed: without a readable summary.json the status is "error", never "success".
-Format history of status.json: 1 -- first version (issue 6).
 """
 
 from __future__ import annotations
@@ -56,7 +47,7 @@ class QueryLine:
 
 @dataclass(frozen=True)
 class CheckSummary:
-    status: str  # success, failure, error
+    status: str
     exit_code: int
     message: str
     counts: tuple[tuple[str, int], ...]
@@ -124,8 +115,6 @@ def _servers(manifest: dict[str, Any] | None) -> str:
     shards = len(manifest.get("shards") or []) or 1
     return f"{side('reference')} vs {side('patched')}; {runs} runs per side; {shards} shard(s)"
 
-
-# --- rendering (pure) -------------------------------------------------------------------------
 
 _TITLES = {"success": "passed", "failure": "failed", "error": "could not run"}
 
@@ -217,11 +206,7 @@ def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-# --- writing ------------------------------------------------------------------------------------
-
-
 def write(out: Path, options: SummaryOptions) -> CheckSummary:
-    """Write summary.md and status.json into `out`."""
     s = load(out, options)
     out.mkdir(parents=True, exist_ok=True)  # a merge that failed early may not have made it
     write_status(out, check_status(s, options), render_markdown(s, options))

@@ -1,7 +1,6 @@
 """compare: per-query verdicts, metrics and the check status from `chperf run` artifacts.
-
-Public entry point for the CLI: `compare_directory(out, CompareOptions(...)) -> CompareResult`.
-File formats: compare/FORMATS.md.
+Entry point: `compare_directory(out, CompareOptions(...)) -> CompareResult`. The method:
+docs/method.md; file formats: docs/formats.md.
 """
 
 from compare.compare import CompareOptions, CompareResult, compare_directory

@@ -1,14 +1,7 @@
-"""Effect size with uncertainty: a bootstrap confidence interval for the ratio of medians.
-
-Per query, the interval for patched_median / reference_median (issue 8 item 3): resample
-each side's runs with replacement, independently, RESAMPLES times; take the ratio of the
-resampled medians each time; the interval's ends are order statistics of those ratios
-(the percentile bootstrap). Computed in chDB (compare/bootstrap.sql).
-
-Like the randomization splits, the resamples depend only on the run counts: sorting a
-resample's drawn positions sorts its values, so its median is fixed by two positions.
-bootstrap_draws.sql draws them once per (side, run count), seeded, and every query with
-that run count reuses them: the same runs always give the same interval.
+"""A percentile bootstrap confidence interval for patched_median / reference_median, in chDB
+(bootstrap.sql), each side resampled independently. A resample's median is fixed by two
+positions that depend only on the run count: bootstrap_draws.sql draws them once per (side,
+run count), seeded, so the same runs always give the same interval.
 """
 
 from __future__ import annotations
@@ -21,13 +14,11 @@ from typing import TypeVar
 from compare.engine import SqlEngine, sql_text
 from compare.randomization import Samples, write_samples
 
-# 2,000 resamples: the 2.5% tail holds 50 of them, enough for a stable end point (Efron and
-# Tibshirani, An Introduction to the Bootstrap, ch. 13, recommend >= 1,000 for percentile
-# intervals); the cost is two array lookups per resample and query.
+# The 2.5% tail holds 50 of 2,000 resamples, enough for a stable end point (Efron and
+# Tibshirani, An Introduction to the Bootstrap, ch. 13: >= 1,000 for percentile intervals).
 RESAMPLES = 2_000
-# A 95% interval ("1.32x slower, 95% CI 1.25-1.40x"), issue 8.
-CONFIDENCE = 0.95
-# The seed of the resamples: fixed, so reruns of the analysis give the same intervals.
+CONFIDENCE = 0.95  # the conventional level: "1.32x slower, 95% CI 1.25-1.40x"
+# Fixed, so reruns of the analysis give the same intervals.
 BOOTSTRAP_SEED = 20_240_602
 # Streams of bootstrap_draws.sql: the sides are resampled independently.
 REFERENCE_STREAM = 1
@@ -44,14 +35,12 @@ class RatioInterval:
     high: float
 
     def within(self, effect: float) -> bool:
-        """The whole interval inside [1 - effect, 1 + effect]."""
         return self.low >= 1 - effect and self.high <= 1 + effect
 
 
 def interval_ranks(resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> tuple[int, int]:
-    """1-based ranks of the interval's ends among the sorted resampled ratios: the k-th
-    smallest and the k-th largest, k = floor(B * (1 - confidence) / 2) (50 of 2,000),
-    computed in integers so that SQL and the test oracle pick the same ratios."""
+    """1-based ranks of the interval's ends among the sorted resampled ratios (k-th smallest
+    and largest), in integers so that SQL and the test oracle pick the same ratios."""
     tail = max(1, int(resamples * (1 - confidence) / 2 + 1e-9))
     return tail, resamples + 1 - tail
 

@@ -1,33 +1,9 @@
-"""A/A calibration: per-query noise floors measured by running the
-reference against itself, written to calibration.tsv and applied by later comparisons.
+"""A/A calibration: per-query noise floors from a run of the reference against itself
+(`chperf run --aa`), written to calibration.tsv and applied by later comparisons.
 
-An A/A run (`chperf run --aa`: patched = the reference binary with the reference overlays)
-has no real change, so whatever it shows is noise. Per query the calibration records:
-  threshold   T of the A/A run (the randomization noise at the run count it got)
-  diff        the A/A D: two identical servers differ by a few percent on some queries
-              (memory layout, METHOD.md §9), which T cannot see (it only shuffles runs)
-  flagged     1 when this A/A run's per-query rule (|D| >= T and |D| >= min effect, before
-              false-discovery control) called it changed: a false positive seen
-  flag_rate   the share of random relabellings of the query's own A/A runs that the
-              per-query rule would flag, under the query's method: pooled splits with
-              |median difference| >= max(T, min effect x reference median), or (paired)
-              sign vectors with |trimmed mean of s_i r_i| >= max(ln(1 + T),
-              ln(1 + min effect)) (paired_tail_share.sql). It assumes exchangeability, so
-              it measures the run-to-run part of the false-positive rate only; `diff` and
-              `flagged` show the server-to-server part. Under the 0.99 quantile it is at most
-              ~1% by construction, and ~0 when the min effect dominates T.
-  mde         the minimum detectable effect at the run count it got (the default budget
-              when the A/A run used the defaults): max(min effect, 2 x T). Under a pure
-              shift a true change of 2T gives |D| >= T in ~99% of runs (T is the 0.99
-              quantile of D's noise); a change of T only in ~50%.
-  noise_floor max(T, |diff|): the largest apparent change noise produced in the A/A run.
-
-A later run with `--calibration FILE` gives each query the min effect
-    max(--min-effect, the test's max_ignored_relative_change, CALIBRATION_FACTOR x noise_floor)
-A query the file lacks (or whose SQL text changed since) keeps the default and is reported
-"not calibrated": never silently treated as calibrated.
-
-The file's format: artifacts/calibration.py.
+Each column's meaning: docs/formats.md, "calibration.tsv"; the rule: docs/method.md, "A/A
+calibration". `flag_rate` assumes exchangeable runs, so it is only the run-to-run part of
+the false-positive rate; `diff` and `flagged` show the server-to-server part.
 """
 
 from __future__ import annotations
@@ -44,12 +20,12 @@ from compare.verdict import QueryVerdict
 CALIBRATED = "calibrated"
 NOT_CALIBRATED = "not calibrated"
 
-# The calibrated min effect is 1.5 x the A/A noise floor. One A/A run gives one draw of each
-# query's server-to-server offset; a second server start can land somewhat further out, and
-# 1.5x covers that without blunting quiet queries: a floor up to 3.3% keeps the 5% default.
-# A judgement, to be tuned with repeated A/A runs (bench/bench_aa.py).
+# One A/A run is one draw of each query's server-to-server offset; 1.5x covers a second start
+# landing further out, yet a floor up to 3.3% keeps the 5% default. A judgement, to be tuned
+# with repeated A/A runs (bench/bench_aa.py).
 CALIBRATION_FACTOR = 1.5
-# MDE = max(min effect, MDE_FACTOR x T): see the module docstring.
+# A true change of 2T gives |D| >= T in ~99% of runs (T is the 0.99 quantile of D's noise),
+# one of T only in ~50%.
 MDE_FACTOR = 2.0
 
 
@@ -106,8 +82,8 @@ class Calibration:
     rows: Mapping[tuple[str, int], CalibrationRow]
 
     def lookup(self, test: str, query_index: int, query: str) -> tuple[float | None, str]:
-        """(calibrated min effect, status) of a query: status "calibrated", or "not
-        calibrated: why" with no min effect."""
+        """(min effect, "calibrated"), or (None, "not calibrated: why"): never silently
+        treated as calibrated."""
         row = self.rows.get((test, query_index))
         if row is None:
             return None, f"{NOT_CALIBRATED}: not in {self.source}"

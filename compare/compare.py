@@ -1,8 +1,7 @@
 """`chperf compare OUT`: verdicts, metrics and the check status from a run's artifacts.
 
-The thin shell around the pure parts: read (evidence.py, metrics.py, calibration.py),
-compute (randomization.py and bootstrap.py in chDB, fdr.py), decide (verdict.py), write
-(outputs.py, and calibration.py for an A/A run), judge the check.
+The thin shell around the pure parts: read (evidence.py, metrics.py, calibration.py), compute
+(statistics.py, bootstrap.py, fdr.py), decide (verdict.py), write (outputs.py), judge.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ _MESSAGE_ORDER = (
 class CompareOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     fail_on_unstable: bool = False
-    method: str = PAIRED  # compare/statistics.py: paired (default) or pooled
+    method: str = PAIRED
     fdr: float | None = FDR_Q  # Benjamini-Hochberg q; None: no false-discovery control
     calibration: Path | None = None  # calibration.tsv of an A/A run: per-query noise floors
     aa: bool = False  # OUT is an A/A run: also write OUT/calibration.tsv
@@ -79,7 +78,7 @@ class CompareResult:
     message: str  # the summary.json message, e.g. "2 slower, 1 faster, 40 unchanged"
     counts: dict[str, int] = field(default_factory=dict)  # verdict value -> queries
     failures: tuple[str, ...] = ()  # why the check failed, one line each; empty on success
-    fdr: Discoveries | None = None  # the false-discovery control, when on
+    fdr: Discoveries | None = None
 
     @property
     def exit_code(self) -> ExitCode:
@@ -87,11 +86,8 @@ class CompareResult:
 
 
 def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
-    """Write verdicts.tsv, metrics.tsv and summary.json into `out` and judge the check.
-
-    Raises ChperfError (exit 2) when run.json is missing or of another schema version;
-    damaged tables become verdicts and problems instead.
-    """
+    """Write verdicts.tsv, metrics.tsv and summary.json into `out` and judge the check. A
+    missing or other-version run.json raises ChperfError (exit 2); damaged tables do not."""
     manifest = read_manifest(out)
     if options.aa:
         _check_aa(out, manifest)
@@ -141,8 +137,6 @@ def _intervals(
 
 @dataclass(frozen=True)
 class _Extra:
-    """What classification needs beyond the evidence, computed per run."""
-
     stats: dict[tuple[str, int], SeriesStats]
     intervals: Mapping[tuple[str, int], RatioInterval | None]
     discoveries: Discoveries | None
@@ -160,7 +154,7 @@ def _measurable(evidence: Evidence) -> dict[tuple[str, int], Samples]:
 def _discoveries(
     stats: Mapping[tuple[str, int], SeriesStats], q: float | None
 ) -> Discoveries | None:
-    """BH over every measured query's p-value (in key order)."""
+    """BH over every measured query's p-value, in key order (_classify relies on it)."""
     if q is None:
         return None
     return benjamini_hochberg([stats[k].p_value for k in sorted(stats)], q)
@@ -244,7 +238,7 @@ def _check_aa(out: Path, manifest: Mapping[str, Any]) -> None:
 def _summary_extra(
     verdicts: Sequence[QueryVerdict], fdr: Discoveries | None, calibration: Calibration | None
 ) -> dict[str, Any]:
-    """The summary.json keys added by issue 8 (README "summary.json")."""
+    """summary.json's equivalence, fdr and calibration (docs/formats.md, "summary.json")."""
     unchanged = [v.equivalence for v in verdicts if v.verdict is Verdict.UNCHANGED]
     measured = [v for v in verdicts if v.calibration is not None]
     return {
@@ -279,9 +273,8 @@ def _noise(evidence: Evidence, verdicts: Sequence[QueryVerdict]) -> dict[str, An
 
 
 def _smallest_p_value(verdicts: Sequence[QueryVerdict]) -> float | None:
-    """The smallest p-value any measured query of the run could have had at its run count
-    (paired: compare/paired.py smallest_p_value; pooled with sampled splits: 1/(N + 1)); None
-    when no query says (pooled with exact splits). Above q/m, no change alone is a discovery."""
+    """The smallest p-value any measured query could reach at its run count; None when no
+    query says (pooled with exact splits). Above q/m, no change alone is a discovery."""
     floors = []
     for v in verdicts:
         s = v.stats

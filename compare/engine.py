@@ -1,8 +1,6 @@
-"""The narrow interface to the SQL engine: chDB (clickhouse-local as a library), in-process.
-
-Only this module imports chdb. Statements come from the `compare/*.sql` files; values reach
-them as query parameters (`{name:Type}`) or as input files whose path is a parameter, never
-pasted into the SQL text.
+"""The narrow interface to chDB (clickhouse-local as a library), the only module importing it.
+Statements come from compare/*.sql; values reach them as query parameters (`{name:Type}`) or
+as input files whose path is a parameter, never pasted into the SQL text.
 """
 
 from __future__ import annotations
@@ -62,17 +60,15 @@ class SqlEngine:
         return bytes(result.bytes()).decode("utf-8")
 
     def rows(self, name: str, params: Params | None = None) -> list[list[str]]:
-        """Run compare/<name> and return its TSV rows as raw fields (`\\N` is NULL; strings
-        still carry TSV escapes: pass them through chperf.artifacts.unescape)."""
+        """The TSV rows of compare/<name> as raw fields: `\\N` is NULL and strings still carry
+        TSV escapes (artifacts/tsv.py unescape)."""
         text = self.execute(sql_text(name), params, source=name)
         return [line.split("\t") for line in text.splitlines()]
 
     def insert(self, table: str, name: str, params: Params | None = None) -> None:
-        """INSERT the rows of compare/<name> into the session table `table`."""
         self.execute(f"INSERT INTO {table} {sql_text(name)}", params, source=name)
 
     def create_table(self, table: str, name: str, params: Params | None = None) -> None:
-        """(Re)create the session table `table` from the rows of compare/<name>."""
         self.execute(f"DROP TABLE IF EXISTS {table}", source=name)
         self.execute(
             f"CREATE TABLE {table} ENGINE = Memory AS {sql_text(name)}", params, source=name

@@ -1,9 +1,6 @@
-"""Gathering the evidence for the verdicts from the artifacts of `chperf run`.
-
-Reads the TSV tables through chperf.artifacts (which records unreadable lines instead of
-raising), groups runs and errors per query, and turns every kind of damage into a recorded
-problem: of one query when the damaged line names it, of the whole comparison otherwise.
-Nothing here decides a verdict (verdict.py) or computes a statistic (randomization.py).
+"""The evidence for the verdicts: runs and errors per query, from the artifacts of `chperf run`.
+Damage becomes a recorded problem, never an exception: of one query when the damaged line
+names it, of the whole comparison otherwise.
 """
 
 from __future__ import annotations
@@ -38,11 +35,9 @@ from compare.verdict import Failure, QueryEvidence
 
 QueryKey = tuple[str, int]  # (test, query_index)
 
-# Stages of errors.tsv that concern one query of a test; the others (parse, setup) concern the
-# whole test when query_index is WHOLE_TEST, and teardown / query_log do not affect a verdict.
+# The errors.tsv stages that affect a verdict; teardown and query_log errors do not.
 _TEST_STAGES = (STAGE_PARSE, STAGE_SETUP, STAGE_SERVER)
 _QUERY_STAGES = (STAGE_PREWARM, STAGE_RUN, STAGE_SERVER)
-# tests.tsv statuses (chperf.artifacts.TestRow.status)
 _TEST_STATUS_SKIPPED = "skipped"
 _TEST_STATUS_ERROR = "error"
 
@@ -248,6 +243,5 @@ def _values(runs: dict[int, float]) -> tuple[float, ...]:
 def _pairs(
     reference: dict[int, float], patched: dict[int, float]
 ) -> tuple[tuple[float, float], ...]:
-    """(reference, patched) for every run number measured on both sides: ABBA ran them back
-    to back (compare/paired.py)."""
+    """(reference, patched) of every run number measured on both sides (ABBA pairs)."""
     return tuple((reference[r], patched[r]) for r in sorted(reference.keys() & patched.keys()))

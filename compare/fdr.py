@@ -1,22 +1,6 @@
-"""Suite-level false-discovery control: the Benjamini-Hochberg procedure (issue 8 item 4).
-
-Pure functions. A run tests hundreds of queries at once; at a per-query false-positive rate
-of ~1% (T is the 0.99 quantile), 3,000 unchanged queries give ~30 false flags (METHOD.md §7).
-Benjamini and Hochberg (1995): sort the m p-values, find the largest rank k with
-p_(k) <= k * q / m, and call the k smallest discoveries. Among the discoveries, the expected
-share of false ones is at most q (for independent or positively dependent p-values).
-
-The interaction with run counts: a query can only be a discovery when its p-value can get
-small enough. The randomization p-value of the median difference is coarse: with n runs a
-side its smallest value (complete separation) is, exactly,
-
-    n = 7: 0.0117    9: 0.0029    11: 0.00071    13: 0.00018    15: 0.000044
-    17: 0.000011     20: 7.1e-7   25: 4.3e-8     > 25 (sampled splits): 1 / 10,001
-
-(many splits share the extreme medians, so it is far above 2 / C(2n, n)). A lone change
-among m queries is a discovery only if p <= q / m, e.g. m >= 5 queries at q = 0.05 already
-rule it out at 7 runs. `sure_discovery_level` is that bound: a p-value at or below it is a
-discovery whatever the other queries do.
+"""Suite-level false-discovery control: the Benjamini-Hochberg (1995) step-up procedure. Pure.
+At 1% false positives a query, 3,000 unchanged queries give ~30 false flags. How run counts
+limit discoveries: docs/method.md, "False-discovery control".
 """
 
 from __future__ import annotations
@@ -24,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# q = 0.05: at most 5% of the queries called changed are expected to be false alarms; the
-# level Benjamini and Hochberg use, and issue 8's default.
+# At most 5% of the queries called changed are expected to be false alarms: the level
+# Benjamini and Hochberg use.
 FDR_Q = 0.05
 
 

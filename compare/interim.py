@@ -25,9 +25,8 @@ class InterimJudge:
         self._engine.close()
 
     def prepare(self, sizes: Iterable[int]) -> None:
-        """Build the paired method's vectors of these pair counts before any run, so that a
-        look's time (between two measured runs, with the servers idle) does not include it.
-        The pooled method builds its splits on first use."""
+        """Build the paired vectors of these pair counts before any run, not during a look
+        (servers idle between two measured runs). Pooled splits are built on first use."""
         if self._statistics.method == PAIRED:
             self._statistics.paired.prepare(sizes)
 

@@ -92,6 +92,6 @@ def _query_series(
     result: dict[str, Samples] = {}
     for metric in [SERVER_TIME, *sorted(events)]:
         samples = Samples(values(REFERENCE, metric), values(PATCHED, metric))
-        if len(set(samples.reference) | set(samples.patched)) > 1:  # varies across runs
+        if len(set(samples.reference) | set(samples.patched)) > 1:
             result[metric] = samples
     return result

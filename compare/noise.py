@@ -1,17 +1,7 @@
-"""How noisy the machine was during a run, as one figure for the report and summary.json.
-
-A reviewer who sees many "inconclusive" queries needs to know whether the patch or the
-machine made them so. Per query, the spread (population standard deviation) of
-ln(patched / reference) over its first `PAIRS` ABBA pairs: the two runs of a pair share the
-machine's state, so what still differs between them is noise faster than a pair, the part
-the paired method cannot cancel. A change shifts the log ratios but not their spread, so the
-figure means the same in an A/A run and with a real change. Every mode runs at least
-`PAIRS` pairs of a measured query (the adaptive minimum), so runs of different modes compare.
-The median over the queries keeps a few disturbed queries from moving it.
-
-Measured on this project's 2-core VM with the same suite (bench/bench_known_change.py):
-0.04-0.05 in quiet hours, 0.08-0.12 in noisy ones; the queries' CPU time is as noisy as
-their wall time there, so it is the CPU running slower, not waiting for it.
+"""How noisy the machine was during a run, so a reviewer can tell whether the patch or the
+machine made queries "inconclusive": per query the spread of ln(patched / reference) over
+its first PAIRS pairs (noise pairing cannot cancel, and a change does not widen), the median
+over queries. Typical values: docs/method.md, "The machine's noise".
 """
 
 from __future__ import annotations
@@ -24,7 +14,8 @@ from typing import Any
 
 from compare.randomization import Samples
 
-PAIRS = 7  # the adaptive mode's minimum runs per side (runner/stopping.py MIN_RUNS)
+# stopping.MIN_RUNS: every mode runs at least this many pairs, so the figure compares across modes.
+PAIRS = 7
 
 
 @dataclass(frozen=True)

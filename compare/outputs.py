@@ -64,8 +64,7 @@ def summary_document(
     verdicts: Sequence[QueryVerdict],
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """summary.json, schema version 1: issue 3's keys, then issue 8's additive `extra` keys
-    (equivalence, fdr, calibration; README "summary.json")."""
+    """summary.json: the base keys, then the additive `extra` ones, then the queries."""
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "status": status,

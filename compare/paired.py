@@ -1,25 +1,8 @@
-"""The paired method (the default): the verdict statistic of a query from its ABBA pairs.
-
-ABBA runs the reference and the patched server back to back for each run number, so the two
-runs of a pair share whatever the machine did at that moment. On a shared machine that is
-most of the noise: both servers slow down together for seconds at a time (measured in
-bench/bench_noise.py). Pooling the runs (compare/randomization.py, ClickHouse's method)
-mixes those regimes into both groups and inflates T; comparing within pairs cancels them.
-
-Per query, with r_i = ln(patched_i / reference_i) for each complete pair:
-  statistic  the 25% trimmed mean of the r_i (the mean of the middle half: robust to a
-             disturbed pair like a median, yet fine-grained enough for small p-values)
-  D          exp(statistic) - 1: the typical relative change within a pair
-  T          exp(t) - 1, t the 0.99 quantile of |trimmed mean of s_i r_i| over sign vectors
-             s: the randomization distribution when nothing changed, where each pair's two
-             runs are exchangeable (the paired randomization test of Box, Hunter & Hunter,
-             Statistics for Experimenters, ch. 3, the boys' shoes example)
-  p-value    the share of sign vectors at least as extreme as the observed statistic,
-             ties of |trimmed mean| broken by |mean| (paired.sql)
-  CI         percentile bootstrap over the pairs of exp(trimmed mean)
-All of it in chDB (paired.sql): the sign vectors and the resamples depend only on the pair
-count, as coefficient vectors (sign_coefficients.sql, paired_draws.sql), enumerated exactly
-up to 13 pairs (8192 sign vectors) and sampled with a fixed seed beyond.
+"""The paired method (the default): a query's verdict statistic from its ABBA pairs, which
+cancel the machine's slow spells that pooling (compare/randomization.py) mixes into both
+groups. The method: docs/method.md, "The verdict statistic: paired (default) and pooled".
+It runs in chDB (paired.sql) over sign vectors and resamples that depend only on the pair
+count (sign_coefficients.sql, paired_draws.sql): all 2^n up to SIGN_VECTORS, seeded beyond.
 """
 
 from __future__ import annotations
@@ -73,13 +56,8 @@ def trim_count(pairs: int) -> int:
 
 def smallest_p_value(pairs: int) -> float:
     """The smallest p-value paired.sql gives for `pairs` pairs, however clear the change:
-    2 / 2^n, reached when every pair moved the same way (complete separation). Swapping the
-    signs of the trimmed smallest pairs leaves the trimmed mean as it is, but not the mean,
-    which breaks the tie: only the observed signs and their mirror image are that extreme.
-    Exact both where every vector is enumerated (2^n <= SIGN_VECTORS: 2/128 at 7 pairs,
-    2/8192 at 13) and beyond, where paired.sql gives complete separation its exact p-value
-    instead of the sampled estimate (which cannot go below 1 / (SIGN_VECTORS + 1)). Any other
-    sampled p-value is at least 1 / (SIGN_VECTORS + 1)."""
+    2 / 2^n, when every pair moved the same way (only the observed signs and their mirror are
+    that extreme), also for sampled sizes. Other sampled p-values are >= 1/(SIGN_VECTORS + 1)."""
     if pairs < 1:
         raise ValueError(f"need at least one pair, got {pairs}")
     return min(1.0, 2.0 / float(2**pairs))
@@ -144,9 +122,8 @@ class Paired:
         return {keys[int(row[0])]: float(row[1]) for row in rows}
 
     def prepare(self, sizes: Iterable[int]) -> None:
-        """Build the paired_vectors rows of these pair counts now: 40-160 ms each the first
-        time (bench/bench_look.py), which the first statistics of a new pair count would
-        otherwise spend."""
+        """Build the paired_vectors rows of these pair counts now rather than at a look: 40-160 ms
+        each (bench/bench_look.py)."""
         for n in sizes:
             self._ensure(n)
 
@@ -176,9 +153,8 @@ class Paired:
 
 @cache
 def _group_vectors() -> str:
-    """The INSERT of one row of paired_vectors: the rows of sign_coefficients.sql and
-    paired_draws.sql for one n, grouped into arrays (their order does not matter: paired.sql
-    sorts or counts over them). Read on first use, not when the module is imported."""
+    """The INSERT of one paired_vectors row: sign_coefficients.sql and paired_draws.sql for
+    one n, grouped into arrays in any order. Read on first use, not at import."""
     return f"""
 INSERT INTO paired_vectors
 SELECT v.n, v.trim, v.exact, v.coefficients, v.signs, d.draws

@@ -1,8 +1,7 @@
 -- paired_tables.sql: the session table of the paired method, one row per pair count n,
 -- filled by paired.py (Paired._ensure) from sign_coefficients.sql and paired_draws.sql, read
--- by paired.sql and paired_tail_share.sql. The vectors are grouped into arrays once per n
--- rather than at every query: grouping 10,000 vectors of a sampled size took 10-20 ms per
--- evaluation, most of an adaptive look (21-30 ms before, 17-19 ms after: bench/bench_look.py).
+-- by paired.sql and paired_tail_share.sql. The vectors are grouped into arrays once per n:
+-- grouping them at every query was most of an adaptive look (bench/bench_look.py).
 CREATE TABLE IF NOT EXISTS paired_vectors
 (
     n UInt32,

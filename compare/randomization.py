@@ -1,16 +1,7 @@
-"""The randomization threshold (METHOD.md §3) for many series at once, computed in chDB.
-
-A *series* is one metric of one query: its measured runs on the reference and the patched
-side. For each series the SQL (compare/randomization.sql) returns both medians, the relative
-difference D, and the threshold T: the QUANTILE quantile of |median(group 1) -
-median(group 2)| over the splits of the pooled runs into groups of the original sizes,
-relative to the reference median; plus the randomization p-value of the observed difference.
-
-The splits depend only on the group sizes, not on the values: a split decides which
-positions of the sorted pooled runs hold each group's middle values. So the distribution of
-those positions is computed once per (n1, n2) pair -- exactly by order statistics
-(split_weights_exact.sql) or from a fixed seeded sample (sampled_splits.sql,
-split_weights_sampled.sql) -- and every series of those sizes reuses it.
+"""The pooled method (ClickHouse's): medians, D, T and the p-value of many series (a series is
+one metric of one query) at once, in chDB (randomization.sql). The splits depend only on the
+group sizes, so the distribution of the groups' median positions is computed once per
+(n1, n2), exactly (split_weights_exact.sql) or from a seeded sample, and reused.
 """
 
 from __future__ import annotations
@@ -24,20 +15,18 @@ from typing import TypeVar
 
 from compare.engine import SqlEngine, sql_text
 
-# The threshold is the 0.99 quantile of the no-change distribution (METHOD.md §3, as in
-# ClickHouse's compare.sh): a query with no real change exceeds it in about 1% of runs.
+# As in ClickHouse's compare.sh: a query with no real change exceeds T in about 1% of runs.
 QUANTILE = 0.99
 
-# Enumerate every split exactly up to this many pooled runs (25 per side). Up to here every
-# split count is below 2**53, so the weights and their cumulative sums are exact in the
-# Float64 comparisons of randomization.sql; the enumeration stays below ~10^4 position tuples.
+# Exact up to 25 runs a side: every split count stays below 2**53, so the weights are exact in
+# randomization.sql's Float64 sums, and the enumeration below ~10^4 position tuples.
 MAX_EXACT_POOLED_RUNS = 50
 
-# Beyond that, a fixed sample of splits: at least 10,000 (issue 3) keeps the sampling error of
-# the 0.99 quantile small (about 100 splits lie above it).
+# Beyond that, a sample: with 10,000 splits about 100 lie above the 0.99 quantile, which
+# keeps its sampling error small.
 SAMPLED_SPLITS = 10_000
 
-# The seed of the sampled splits: fixed, so the same input always gives the same verdicts.
+# Fixed, so the same input always gives the same verdicts.
 SPLIT_SEED = 20_240_601
 
 K = TypeVar("K", bound=Hashable)
@@ -45,15 +34,13 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class Samples:
-    """The measured values of one series, per side (run order does not matter), and the
-    pairs (reference, patched) of the run numbers measured on both sides, for the paired
-    method (compare/paired.py); empty where pairs do not apply (metrics)."""
+    """The measured values of one series per side (in any order), and for the paired method
+    the (reference, patched) pairs of the run numbers measured on both sides."""
 
     reference: tuple[float, ...]
     patched: tuple[float, ...]
-    pairs: tuple[tuple[float, float], ...] = ()
-    # The server process set of each pair (runs.tsv `process`); empty: all from one set.
-    processes: tuple[int, ...] = ()
+    pairs: tuple[tuple[float, float], ...] = ()  # empty where pairs do not apply (metrics)
+    processes: tuple[int, ...] = ()  # each pair's server process set; empty: one set
 
 
 @dataclass(frozen=True)
@@ -73,16 +60,14 @@ class SeriesStats:
     pairs: int = 0
     paired_significant: bool | None = None
     paired_interval: tuple[float, float] | None = None
-    # D of each server process set with enough pairs, in set order (compare/paired.py,
-    # process_diffs); empty with a single set. compare/verdict.py: a change must show on each.
+    # Each server process set's own D (paired.process_diffs): a change must show on each.
     process_diffs: tuple[float, ...] = ()
 
     @property
     def beyond_threshold(self) -> bool:
-        """|D| >= T by magnitude alone, in the method's own terms: the paired method compares
-        on the log scale, where a speedup to 0.67x (D -33%) is as far from 0 as a slowdown to
-        1.5x (T reported as +50%); the pooled one on the linear scale. Unlike `significant`,
-        no p-value condition: the stop rule uses it while the pairs are still too few for one."""
+        """|D| >= T on the method's own scale (paired: log, where a speedup to 0.67x is as far
+        out as a slowdown to 1.5x). Unlike `significant`, no p-value condition: the stop rule
+        uses it while the pairs are still too few for one."""
         if self.diff is None or self.threshold is None:
             return False
         if self.method == "paired":
@@ -91,11 +76,10 @@ class SeriesStats:
 
     @property
     def significant(self) -> bool:
-        """|D| >= T, in the method's own terms (the paired method compares on the log scale,
-        where a slowdown and a speedup by the same factor are equally far from 0)."""
+        """The per-query rule's |D| >= T; for the paired method also p <= 0.01 (paired.sql)."""
         if self.paired_significant is not None:
             return self.paired_significant
-        return self.beyond_threshold  # pooled: no p-value condition beyond |D| >= T
+        return self.beyond_threshold
 
 
 def is_exact(runs_reference: int, runs_patched: int) -> bool:

@@ -1,11 +1,8 @@
-"""The adaptive stop rule: how many ABBA runs a query gets. Pure.
+"""The adaptive stop rule: how many ABBA runs a query gets. Pure. After each run from
+`min_runs` on, RULES, tried in order, decide whether more runs can still change the verdict.
 
-After each run from `min_runs` on, the interim statistics of the query's client times decide
-whether more runs can still change its verdict. The rules are the table RULES below, tried in
-order; docs/method.md ("The adaptive stop rule") gives each rule's reasoning and the
-measurements behind its numbers. Their error rates are measured, not assumed:
-bench/bench_aa.py (A/A false positives), bench/bench_known_change.py (recall, machine time),
-bench/replay_stops.py and bench/inject_change.py (the rule replayed over real noise).
+Each rule's reasoning: docs/method.md, "The adaptive stop rule". Error rates are measured by
+bench/bench_aa.py, bench/bench_known_change.py, bench/replay_stops.py, bench/inject_change.py.
 """
 
 from __future__ import annotations
@@ -20,7 +17,8 @@ from compare.verdict import MIN_EFFECT, UNSTABLE_THRESHOLD, not_on_every_process
 # 7 runs: 2^7 = 128 sign vectors (paired), C(14, 7) = 3432 splits (pooled); from 5 runs two
 # true 7-8% slowdowns settled as unchanged (bench/replay_stops.py).
 MIN_RUNS = 7
-# Beyond 25 runs T shrinks only slowly; at 20, 3 of 18 true changes >= 10% were missed.
+# Beyond 25 runs T shrinks only slowly; at 20, 3 of 18 true changes >= 10% were missed
+# (bench/replay_stops.py).
 MAX_RUNS = 25
 # Per query, both sides' client time together: a 1 s query stops at 15 runs per side.
 QUERY_BUDGET_S = 30.0
@@ -33,8 +31,7 @@ Z_FUTILITY = 1.2816
 
 
 # A look after every run (none during an extension): the paired p-value floor halves with each
-# pair, so a clear change settles a run earlier than with a look every second run, and a look
-# (~20 ms) is cheap against the pair it follows.
+# pair, so a clear change settles sooner, and a look (~20 ms) is cheap against a pair.
 CHECK_EVERY = 1
 
 
@@ -67,9 +64,8 @@ class StopDecision:
 
 @dataclass(frozen=True)
 class Look:
-    """What the rules see after a run: `runs` completed on each side, the client time spent
-    on both, statistics of client time (None if not computable) and how many queries of
-    this run already stopped as changed."""
+    """What the rules see after `runs` runs a side: client time spent on both sides, its
+    statistics (None if not computable), and the queries already stopped as changed."""
 
     rule: StopRule
     runs: int
@@ -79,10 +75,8 @@ class Look:
 
     @property
     def looks_changed(self) -> bool:
-        """|D| at least T on the method's own scale (the paired T is exp(t) - 1, so a
-        speedup to 0.67x is as far out as a slowdown to 1.5x), at least the minimum effect,
-        and on every server process set (compare/verdict.py). By magnitude, not
-        `significant`: below 8 pairs the paired method cannot be significant at 1% yet."""
+        """|D| >= T on the method's scale, >= the minimum effect, on every server process set.
+        By magnitude, not `significant`: below 8 pairs no paired p-value reaches 1%."""
         s, rule = self.stats, self.rule
         if s is None or s.diff is None:
             return False

@@ -1,32 +1,9 @@
-"""Per-query classification (METHOD.md §4): a pure function from evidence to a verdict.
+"""Per-query classification: a pure function from evidence to a verdict.
 
-Nothing here reads files or runs SQL: compare.py gathers the evidence (runs, errors, the
-randomization statistics of client_time) into frozen dataclasses, `classify` decides.
-
-The rules, in order:
-  skipped test                               -> skipped
-  whole-test error (parse, setup)            -> error
-  query failed on both sides                 -> error
-  query failed on one side                   -> partial
-  damaged artifacts, < MIN_RUNS runs a side  -> error
-  |D| >= T and |D| >= min effect
-      and on every server process set: D_k in the direction of D and |D_k| >= min effect
-      and a discovery at the FDR (when on)   -> faster (D < 0) / slower (D > 0)
-      (D, T and the p-value come from the method of compare/statistics.py: paired by
-      default, where "|D| >= T" is compared on the log scale, see compare/paired.py)
-  T >= unstable threshold                    -> unstable
-  otherwise                                  -> unchanged, with an equivalence sub-verdict:
-      the 95% CI of the ratio inside [1 - min effect, 1 + min effect] -> equivalent,
-      otherwise                                                      -> inconclusive
-`>=` everywhere: the randomization distribution is discrete (METHOD.md §3). The min effect is
-the largest of the default, the test's max_ignored_relative_change and the query's calibrated
-floor (compare/calibration.py), when a calibration file is given.
-
-Which verdicts fail the check (`QueryVerdict.fails_check`): slower; a failure of the patched
-side only; any error during the measured runs or a server crash (run, server stages); an
-unreadable test file; damaged artifacts or too few runs (fail closed: an unmeasured query
-never passes). A query broken on both sides from the prewarm on, or in setup on both sides,
-is an error that does not fail the check: the patch did not cause it, and it is reported.
+The rules, in order, and which verdicts fail the check: docs/method.md, "The verdict rules".
+`>=` everywhere: the randomization distribution is discrete. Fail closed: damaged artifacts
+or too few runs fail the check. A query broken on both sides from the prewarm on, or in setup
+on both sides, is an error that does not fail it: the patch did not cause it.
 """
 
 from __future__ import annotations
@@ -38,12 +15,12 @@ from artifacts.tables import PATCHED, REFERENCE, STAGE_PARSE, STAGE_RUN, STAGE_S
 from compare.bootstrap import CONFIDENCE, RatioInterval
 from compare.randomization import SeriesStats
 
-# Changes below 5% are too small to act on: the default of METHOD.md §4. ClickHouse's CI
-# needs 10-15% on its machines; issue 8 makes 5% honest here with A/A calibration.
+# Changes below 5% are too small to act on. ClickHouse's CI needs 10-15% on its machines;
+# A/A calibration (compare/calibration.py) keeps 5% honest here.
 MIN_EFFECT = 0.05
 
-# A query whose threshold T reaches 10% cannot detect a change of twice the minimum effect
-# with confidence: it is reported unstable rather than unchanged (METHOD.md §4, issue 3).
+# A query whose T reaches 10% cannot detect a change of twice the minimum effect with
+# confidence: it is reported unstable rather than unchanged.
 UNSTABLE_THRESHOLD = 0.10
 
 # Fewer than 3 runs a side: the median is the minimum or the maximum (or their mean) and the
@@ -54,7 +31,7 @@ MIN_RUNS = 3
 FAILING_STAGES = frozenset({STAGE_RUN, STAGE_SERVER, STAGE_PARSE})
 
 
-# The sub-verdicts of unchanged (issue 8 item 3).
+# The sub-verdicts of unchanged: is the CI within ±min effect?
 EQUIVALENT = "equivalent"
 INCONCLUSIVE = "inconclusive"
 
@@ -239,10 +216,9 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
 
 
 def not_on_every_process(stats: SeriesStats, diff: float, min_effect: float) -> str:
-    """Empty when every server process set shows the change D on its own: its D_k in the
-    direction of D and at least the minimum effect. Two processes of one binary can differ by
-    5-25% for minutes (memory layout, allocator state), so a change seen on one process pair
-    only is not told apart from that; otherwise the reason it is not a change."""
+    """Why D is not a change, or "" when every server process set shows it on its own (D_k in
+    D's direction, at least the min effect). Two processes of one binary can differ by 5-25%
+    for minutes (memory layout, allocator state): a change on one pair only may be that."""
     diffs = stats.process_diffs
     if all(d * diff > 0 and abs(d) >= min_effect for d in diffs):
         return ""

@@ -1,7 +1,4 @@
-"""How numbers read in the report: durations, ratios, percentages.
-
-Pure functions; templates only print the strings these return (no arithmetic in templates).
-"""
+"""How numbers read in the report: durations, ratios, percentages."""
 
 from __future__ import annotations
 
@@ -46,7 +43,6 @@ def percent(fraction: float | None, *, signed: bool = True) -> str:
 
 
 def ratio(reference: float | None, patched: float | None) -> float | None:
-    """patched / reference, None when it does not exist."""
     if reference is None or patched is None or reference <= 0 or patched <= 0:
         return None
     return patched / reference
@@ -62,7 +58,6 @@ def ratio_text(value: float | None) -> str:
 
 
 def ratio_interval(low: float | None, high: float | None) -> str:
-    """A 95% CI of patched/reference as times: '95% CI 1.25-1.40x'."""
     if low is None or high is None or low <= 0 or high <= 0:
         return ""
     return f"95% CI {low:.2f}–{high:.2f}x"
@@ -73,7 +68,6 @@ def count(value: int | None) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    """First line of text, at most `limit` characters, with an ellipsis when cut."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -86,11 +80,8 @@ def sort_key(value: float | None) -> str:
 
 
 def ident(*parts: str | int) -> str:
-    """A stable id for anchors and file names: readable, safe in URLs, unique per input.
-
-    Test names are user-controlled (any characters, different names may look alike after
-    cleaning), so a short hash of the exact parts keeps ids unique.
-    """
+    """A stable id for anchors and file names, safe in URLs; a short hash of the exact parts
+    keeps it unique when user-controlled names look alike after cleaning."""
     raw = "\0".join(str(p) for p in parts)
     readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(str(p) for p in parts))[:60]
     digest = hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]

@@ -1,16 +1,9 @@
 """Flame graphs from the folded stacks the runner saved (run.json "profiles").
 
-Per query and side the runner saved folded stacks (`frame;frame;frame count` lines), from
-`system.trace_log` or from `perf record` + `inferno-collapse-perf`. Here we normalize the
-frames that differ between two builds for no reason, then render with inferno:
-  - per side:           inferno-flamegraph
-  - differential, both directions:
-        inferno-diff-folded reference patched | inferno-flamegraph
-            (the patched profile's shape; red = more samples in patched)
-        inferno-diff-folded patched reference | inferno-flamegraph --negate
-            (the reference profile's shape, so code that disappeared is visible;
-             --negate keeps red = more samples in patched)
-Everything lands in OUT/flamegraphs/, next to the normalized folded files.
+Frames that differ between two builds for no reason are normalized away, then inferno renders
+each side and a differential graph in both directions: reference -> patched has the patched
+profile's shape, patched -> reference (with --negate) the reference's, so code that disappeared
+is visible too; in both, red means more samples in patched.
 """
 
 from __future__ import annotations
@@ -122,12 +115,9 @@ def normalize_folded(lines: Iterable[str]) -> Folded:
     return Folded(tuple(sorted(counts.items())), bad)
 
 
-# --- rendering ----------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class FlameGraphs:
-    links: dict[tuple[str, int], tuple[Link, ...]]  # (test, query_index) -> links
+    links: dict[tuple[str, int], tuple[Link, ...]]
     problems: tuple[str, ...]
 
 

@@ -140,7 +140,6 @@ def build_header(inputs: Inputs, first_problem: str | None, build_problems: int)
 
 
 def _statistics(inputs: Inputs) -> tuple[str, ...]:
-    """The suite-level statistics of issue 8, in words."""
     if inputs.summary is None:
         return ()
     lines = []
@@ -264,7 +263,6 @@ def _server(servers: Any, side: str, processes: Any = None) -> ServerView:
 
 
 def _process_rows(processes: Any, side: str) -> tuple[Field, ...]:
-    """One row per server process of `side` when the run had more than one a side."""
     if not isinstance(processes, list) or len(processes) < 2:
         return ()
     rows = []

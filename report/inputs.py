@@ -1,9 +1,5 @@
-"""Everything the report is built from, read tolerantly through the artifact readers.
-
-The report is the last stage and the one people look at when something went wrong, so it
-never raises on bad input: a missing file, a truncated line or an unknown schema becomes a
-`problem` string that the report shows under "Errors while building the report".
-"""
+"""Everything the report is built from. The report is what people read when something went
+wrong, so bad input never raises here: it becomes a problem shown in the report."""
 
 from __future__ import annotations
 
@@ -55,7 +51,7 @@ class Inputs:
     metrics: tuple[MetricRow, ...]
     summary: Summary | None
     profiles: tuple[Profile, ...]
-    missing: tuple[str, ...]  # input files that do not exist
+    missing: tuple[str, ...]
     problems: tuple[str, ...]
 
 

@@ -1,8 +1,7 @@
 """The view model: everything the templates print, already computed and formatted.
 
-Templates read these attributes by name and do no arithmetic; numbers arrive as display
-strings plus, where the browser sorts on them, a plain-number `sort_*` string. SVG plots are
-`markupsafe.Markup` built from numbers only, with every text in them escaped (svg.py).
+Numbers arrive as display strings plus, where the browser sorts on them, a plain-number
+`sort_*` string. SVG plots are Markup built from numbers, their text escaped (svg.py).
 """
 
 from __future__ import annotations
@@ -14,15 +13,13 @@ from markupsafe import Markup
 
 @dataclass(frozen=True)
 class Field:
-    """A labelled value in the header ("Start time", "2026-05-01T10:00:00")."""
-
     label: str
     value: str
 
 
 @dataclass(frozen=True)
 class ServerView:
-    side: str  # reference or patched
+    side: str
     version: str
     binary: str
     sha256: str
@@ -70,8 +67,6 @@ class MetricView:
 
 @dataclass(frozen=True)
 class FailureView:
-    """An error of one query on one side, from errors.tsv."""
-
     side: str
     stage: str
     error_code: int
@@ -88,7 +83,7 @@ class QueryView:
     reason: str
     reference: str
     patched: str
-    ratio: str  # "1.32x slower"
+    ratio: str
     ci: str  # "95% CI 1.25–1.40x" when compare provides it, else ""
     diff: str
     threshold: str
@@ -122,7 +117,7 @@ class TestSummaryView:
     anchor: str
     status: str  # from tests.tsv: ran, skipped, error; "" when unknown
     geomean: str  # geometric mean of patched/reference over the test's measured queries
-    geomean_change: str  # the same as a signed percentage
+    geomean_change: str
     sort_geomean: str
     counts: tuple[VerdictCount, ...]  # in Report.verdicts order
     wall_time: str
@@ -141,7 +136,7 @@ class Report:
     title: str
     header: Header
     run_problems: tuple[ProblemView, ...]  # errors.tsv rows that are not one query's failure
-    build_problems: tuple[ProblemView, ...]  # errors while building the report
+    build_problems: tuple[ProblemView, ...]
     changes: tuple[QueryView, ...]
     unstable: tuple[QueryView, ...]
     failed: tuple[QueryView, ...]  # partial and error

@@ -1,9 +1,5 @@
-"""`chperf report OUT`: read the artifacts and verdicts in OUT, write OUT/report.html.
-
-Pipeline: inputs.load_inputs (files) -> flamegraph.render_flamegraphs (inferno, writes
-OUT/flamegraphs/) -> view.build_report (pure) -> jinja2 template -> OUT/report.html.
-Problems found on the way never stop the report: they are returned and shown in it.
-"""
+"""`chperf report OUT`: write OUT/report.html. Problems found on the way never stop the
+report: they are returned and shown in it."""
 
 from __future__ import annotations
 
@@ -29,10 +25,9 @@ REPORT_FILE = "report.html"
 
 @dataclass(frozen=True)
 class ReportResult:
-    path: Path  # OUT/report.html
-    # Errors while building the report (missing or unreadable inputs, flame graphs that could
-    # not be rendered, ...). The report shows them too and its status line says failure when
-    # there are any: a caller should not turn a report with problems into a green check.
+    path: Path
+    # The report's status line says failure when there are any: a caller should not turn a
+    # report with problems into a green check either.
     problems: tuple[str, ...]
 
 

@@ -1,9 +1,5 @@
-"""Small inline SVG plots, built as text from numbers.
-
-Colours are not set here: elements carry classes (`reference`, `patched`, `up`, `down`) that
-the report's CSS colours, so the plots follow the template. Every piece of text that comes
-from the user (test names) is escaped; the output is a standalone, valid XML document.
-"""
+"""Small inline SVG plots, built as text from numbers; user text (test names) is escaped.
+Colours live in the report's CSS (classes `reference`, `patched`, `up`, `down`)."""
 
 from __future__ import annotations
 
@@ -110,7 +106,7 @@ def _y_labels(low: float, high: float, plot_h: int) -> str:
 class Bar:
     label: str  # the test name (user-controlled, escaped here)
     change: float  # geometric-mean ratio - 1
-    href: str  # fragment to jump to, "#test-..."
+    href: str
 
 
 def change_bars(bars: Sequence[Bar]) -> Markup | None:

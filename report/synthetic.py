@@ -1,10 +1,7 @@
 """Synthetic artifact directories for the report's tests and benchmark — not measurements.
 
-`write_small_run` writes a hand-made run whose every number is known (golden tests), with
-one query of each verdict, run and setup errors and a server death. `write_large_run` writes
-a random run of any size (the 3,000-query benchmark). Both write exactly the files a real
-run and `chperf compare` write, so the report reads them the way it reads real ones. The
-verdict columns are invented here (no statistics run): they only have to look plausible.
+They hold exactly the files a real run and `chperf compare` write; the verdict columns are
+invented (no statistics run) and only have to look plausible.
 """
 
 from __future__ import annotations
@@ -99,7 +96,6 @@ def write_run(
     profiles: list[dict[str, Any]] | None = None,
     metrics: Sequence[MetricRow] = (),
 ) -> None:
-    """Write every artifact and compare output for these queries into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     run_rows: list[RunRow] = []
     log_rows: list[QueryLogRow] = []
@@ -159,9 +155,6 @@ def _write_summary(
     write_summary(out, summary)
 
 
-# --- the small hand-made run --------------------------------------------------------------
-
-
 def small_specs(strings_test: str = "strings", strings_query: str = "") -> list[QuerySpec]:
     """One query of each verdict in tests `sum` and `strings` (whose name tests may vary)."""
     s = strings_test
@@ -189,8 +182,9 @@ def write_small_run(
     out: Path, *, strings_test: str = "strings", strings_query: str = "",
     profile_dir: Path | None = None,
 ) -> list[QuerySpec]:  # fmt: skip
-    """The golden run. With profile_dir (holding reference.folded and patched.folded), query
-    sum 0 has profiles of both sides, copied into out/profiles/."""
+    """The golden run: every number known, one query of each verdict, run and setup errors
+    and a server death. With profile_dir (holding reference.folded and patched.folded),
+    query sum 0 has profiles of both sides."""
     specs = small_specs(strings_test, strings_query)
     s = strings_test
     tests = [
@@ -233,9 +227,6 @@ def write_small_run(
             )
     write_run(out, specs, tests=tests, errors=errors, profiles=profiles, metrics=metrics)
     return specs
-
-
-# --- the large random run -----------------------------------------------------------------
 
 
 def large_specs(queries: int, *, per_test: int = 20, seed: int = 1) -> list[QuerySpec]:

@@ -34,14 +34,13 @@ MEASURED = (*DETAILED, "unchanged")  # verdicts whose medians enter the geometri
 VERDICT_ORDER = ("slower", "faster", "unstable", "partial", "error", "unchanged", "skipped")
 NOT_COMPARED = "not compared"  # a query in queries.tsv without a row in verdicts.tsv
 
-# Issue 4: "slow on client" when the client's time exceeds the server's by more than 20%:
-# result transfer or client overhead then dominates what we measure.
+# Client time above server time by more than this: result transfer or client overhead
+# dominates what we measure.
 CLIENT_OVERHEAD_LIMIT = 0.20
-# METHOD §7: below ~10 ms per run, client overhead and scheduling dominate the measurement.
+# Below ~10 ms per run, client overhead and scheduling dominate the measurement.
 SHORT_QUERY_SECONDS = 0.010
-# Metrics shown per query: the largest significant changes first, then the largest others;
-# a reader looks at the top few, and with hundreds of changed queries a longer table would
-# make the report too heavy to open. metrics.tsv has them all; the table says how many more.
+# A reader looks at the top few, and with hundreds of changed queries a longer table makes
+# the report too heavy to open; metrics.tsv has them all.
 METRICS_SHOWN = 10
 # Error messages (with server stack traces) are cut here; errors.tsv has them whole.
 MAX_ERROR_CHARS = 2000
@@ -50,8 +49,6 @@ MAX_FAILURES_PER_QUERY = 4
 
 @dataclass(frozen=True)
 class _Tables:
-    """The inputs indexed by query, built once."""
-
     query_text: dict[Key, str]
     verdicts: dict[Key, VerdictRow]
     runs: dict[tuple[str, int, str], list[tuple[int, float]]]
@@ -316,7 +313,6 @@ def _verdict_names(queries: Sequence[QueryView]) -> tuple[str, ...]:
 
 
 def _geomean(queries: Iterable[QueryView], tables: _Tables) -> float | None:
-    """Geometric mean of patched/reference over the measured queries, None if there are none."""
     logs = []
     for q in queries:
         row = tables.verdicts.get((q.test, q.query_index))

@@ -1,11 +1,6 @@
-"""Facts about the machine that can change how noisy measurements are, with warnings.
-
-Seen on this project's VMs: DAMON proactive reclaim ("pageout" on physical memory) pages
-out file-backed memory that has not been touched for ~30 s, the server's code and table
-files among it; a server whose pages were paged out pays for them on its next queries.
-An A/A run with it stopped was not quieter here (bench/bench_aa.py, see the session
-notes), so this is reported as a fact to look at, not as the known cause of instability.
-"""
+"""Machine facts that can make measurements noisy, with warnings. DAMON proactive reclaim pages
+out memory idle for ~30 s, the server's code among it; an A/A run with it stopped was not
+quieter (bench/bench_aa.py), so it is reported as a fact, not as a known cause."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Executes test queries over ClickHouse's HTTP interface and times them.
-
-Why HTTP for test queries: settings travel as URL parameters (old and new servers parse them
-the same way), the server honours ``FORMAT Null``, and the response body can be read in large
-chunks and thrown away, so no result row ever becomes a Python object and client overhead on
-short queries stays well under a millisecond (see bench/bench_harness.py). Control queries
-(system tables) go through clickhouse-driver in `runner.control`.
-"""
+"""Test queries over HTTP, timed. HTTP because settings travel as URL parameters (old and new
+servers parse them alike) and the body is read in large chunks and discarded, so no row becomes
+a Python object: client overhead stays well under 1 ms (bench/bench_harness.py)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""`chperf lint`: reject performance tests that are unstable by design (issue 5, METHOD §7).
-
-Static checks, all on the expanded statements of each test:
-- a test file that does not parse (malformed XML, unknown placeholder, ...);
-- nondeterministic setup data: rand()/now()/... in a create or fill query, so the two servers
-  would hold different data;
-- LIMIT without ORDER BY in any statement: which rows come back (and how much work stops
-  early) depends on thread scheduling;
-- a MergeTree table filled by INSERT with no `OPTIMIZE TABLE ... FINAL` afterwards (and no
-  `SYSTEM STOP MERGES`): the part layout then depends on background merge timing, and two
-  servers with different parts differ in speed for reasons no patch caused;
-- the same query twice after substitution (a wasted slot, and a sign of a missing placeholder);
-- a query that likely returns a large result without FORMAT Null (see `_returns_large_result`);
-- a created table, view or dictionary with no matching drop query, and a table name that two
-  tests share;
-- unknown or legacy elements the parser warned about.
-"""
+"""`chperf lint`: reject performance tests that are unstable by design. Static checks run on
+the expanded statements (CHECKS per test, then tables shared across tests); `--measure` judges
+an A/A run of each query against the limits at the end of this file."""
 
 from __future__ import annotations
 
@@ -213,7 +199,6 @@ CHECKS = (
 
 
 def lint_test(test: TestDef) -> list[LintProblem]:
-    """Every static problem of one parsed test, in check order."""
     return [problem for check in CHECKS for problem in check(test)]
 
 
@@ -259,8 +244,8 @@ def _readable(path: Path) -> bool:
 
 
 # --measure: an A/A run of the installed server against itself, with the CI defaults.
-MEDIAN_FLOOR_S = 0.010  # METHOD §7: below ~10 ms client overhead dominates the time
-MEDIAN_CEILING_S = 2.0  # issue 5: slower queries make the suite too slow to run per commit
+MEDIAN_FLOOR_S = 0.010  # below ~10 ms client overhead dominates the time
+MEDIAN_CEILING_S = 2.0  # slower queries make the suite too slow to run per commit
 AA_THRESHOLD_CEILING = 0.10  # the unstable threshold: T above it cannot see a 10% change
 
 

@@ -45,25 +45,15 @@ QUERY_LOG_ATTEMPTS = 10
 # calling it hung rather than dead.
 DEATH_GRACE_S = 2.0
 QUERY_LOG_RETRY_S = 0.2
-# The adaptive mode's look (chDB, ~20 ms: bench/bench_look.py) leaves the servers' CPU idle, and the
-# first run after such a gap runs slower. In the known-change runs kc23-kc25 and the A/A runs
-# aa19-aa20, the pairs after the first look (run 7 on) carried an alternating component of about 2%
-# that the runs before it, and fixed runs (which never look), did not: in ABBA the side that runs
-# first alternates, so it is noise in every pair rather than bias, and T grows with it. Server time
-# and the server's CPU time show it too, so it is not the client. A 4-5 ms single-threaded query on
-# the server that runs next removes most of it. bench/bench_wake.py (250 cycles each, first run
-# after a look against one after a warm gap): +2.0% and +1.7% without the wake, -0.4% and +1.0% with
-# it (+0.8% with 3M rows, ~1.3 ms). In the runner: the alternating component after the first look,
-# -1.6% to -3.5% in kc23-kc25 and aa19-aa20, was -0.3% and +0.2% in kc26-kc27 and -0.0% in aa21. Not
-# logged (log_queries 0), not a measured run (its time counts in measured_runs_seconds), once per
-# look that did not stop the query; run.json counts them (wake_queries).
+# The first run after an adaptive look (~20 ms of idle servers) runs ~2% slower, which in ABBA is
+# noise in every pair; a 4-5 ms single-threaded query on the server that runs next removes most
+# of it (bench/bench_wake.py; docs/method.md "The adaptive stop rule"). Not logged, not a measured
+# run (its time counts in measured_runs_seconds).
 WAKE_QUERY = "SELECT count() FROM numbers(10000000)"
 WAKE_SETTINGS = {"max_threads": "1", "log_queries": "0"}
 
 
 class Writers:
-    """One incremental writer per artifact table."""
-
     def __init__(self, out: Path) -> None:
         self.queries = TableWriter(out, QUERIES)
         self.runs = TableWriter(out, RUNS)
@@ -88,8 +78,7 @@ class Writers:
 
 @dataclass
 class _Measured:
-    """query_id -> (query_index, run) of runs that succeeded, per (process set, side), for
-    query_log."""
+    """For query_log: query_id -> (query_index, run) of successful runs, per (process set, side)."""
 
     by_server: dict[tuple[int, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
 
@@ -134,7 +123,7 @@ class Measurer:
         self.samples: dict[int, dict[str, list[float]]] = {}
         self.stop_rule = stop_rule
         self.discoveries = 0  # queries stopped as changed with an FDR-safe p-value
-        self.wakes = 0  # WAKE_QUERY executions (run.json wake_queries)
+        self.wakes = 0
         self.judge = judge
         # Called after a server restart (new PID), so run.json always names live processes.
         self.on_restart: Callable[[], None] = lambda: None
@@ -240,10 +229,8 @@ class Measurer:
     def recover(
         self, side: str, test: str, query_index: int, where: str, failure: str, process: int = 0
     ) -> str:
-        """The server did not answer: find out why, restart it, record what happened.
-
-        Call from the main thread only: a server started from a worker thread would be
-        killed when that thread ends (PR_SET_PDEATHSIG follows the thread)."""
+        """The server did not answer: find out why, restart it, record what happened. Main
+        thread only: a server started from a worker thread dies with it (PR_SET_PDEATHSIG)."""
         server = self.sets[process].side(side).process
         if not server.exits_within(DEATH_GRACE_S):
             what = f"{server.describe()} stopped answering {where} ({failure}); restarted it"
@@ -262,8 +249,7 @@ class Measurer:
         return f"{what}: {failure}"
 
     def collect_query_log(self, test: str) -> None:
-        """Flush and read system.query_log for this test's runs on every server: the servers
-        are read in parallel, the rows written here in order."""
+        """Flush and read system.query_log for this test's runs, all servers in parallel."""
         servers = sorted(key for key, wanted in self.measured.by_server.items() if wanted)
 
         def read(key: tuple[int, str]) -> list[QueryLogEntry] | Exception:

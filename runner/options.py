@@ -41,12 +41,12 @@ class RunOptions:
     thresholds: Thresholds = dataclasses.field(default_factory=Thresholds)
     method: str = PAIRED  # compare/statistics.py: the interim verdicts' method
     keep_servers_dir: bool = False
-    servers_dir: Path | None = None  # where the servers' temporary directories go
+    servers_dir: Path | None = None
     force: bool = False
     shard: ShardSelection | None = None  # None: every test
     pin: PinRequest = AUTO  # --pin-cpu; `run` resolves it into the server specs' cpus
     pinning: Pinning | None = None  # how `pin` was resolved (set by `run`)
-    redraw_progress: bool = False  # redraw the progress line in place (a terminal)
+    redraw_progress: bool = False
 
     def manifest_options(self) -> dict[str, object]:
         return {

@@ -1,16 +1,7 @@
-"""Which CPUs the servers run on (`chperf run --pin-cpu`). Pure and tested.
-
-On a VM the host can slow one vCPU at a time, and a server's query thread tends to stay on
-one vCPU for seconds. When the reference and the patched server sit on different vCPUs, the
-runs of a pair differ for as long as that lasts, and a one-sided stretch looks like a change.
-Pinned to one CPU, the two servers of a pair share whatever that CPU goes through.
-
-`auto` (the default) pins every server to one CPU, the highest this process may use, when
-that cannot change what a query measures: every selected test runs its queries with
-`max_threads` 1, and the machine gives chperf at least two CPUs (chperf's client, chDB and
-the OS are not pinned: the scheduler may put them on any CPU, the servers' included; whether
-keeping them off it helps is not measured). A test with several threads would
-run them all on one CPU, so then nothing is pinned, and run.json says which test decided.
+"""Which CPUs the servers run on (`--pin-cpu`). Pinned to one CPU, the reference and the patched
+server share whatever the VM's host does to that vCPU. `auto` pins only when every selected test
+sets max_threads 1 (a multi-threaded query would run on one CPU) and chperf may use two or more
+CPUs; chperf's client, chDB and the OS stay unpinned. See docs/run.md "CPU pinning (`--pin-cpu`)".
 """
 
 from __future__ import annotations
@@ -34,7 +25,6 @@ class Pinning:
 
 
 def single_threaded(test: TestDef) -> bool:
-    """The test sets max_threads 1 for its queries (its <settings>)."""
     return any(name == "max_threads" and value.strip() == "1" for name, value in test.settings)
 
 

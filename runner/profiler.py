@@ -1,14 +1,6 @@
-"""Profile runs: stacks of each server while it runs one query, after the measured runs.
-
-Two sources, chosen per server by its capabilities:
-- ``system.trace_log`` (modern servers): the query profiler is enabled by settings on the
-  profile runs only; stacks are symbolized with the server's introspection functions.
-- ``perf record`` (servers without trace_log, like the 18.16 package): one perf process per
-  server, attached to its PID for the profile runs, folded with ``inferno-collapse-perf``.
-
-Both give folded stacks (``frame;frame;frame count``) per query and side, which the report
-renders with inferno. Profile runs alternate sides in ABBA order like measured runs.
-"""
+"""Profile runs, after the measured runs: folded stacks of each server running one query, from
+`system.trace_log` (query profiler on for these runs only) or, on servers without it (the 18.16
+package), `perf record` on its PID folded with `inferno-collapse-perf`. ABBA order, as measured."""
 
 from __future__ import annotations
 
@@ -144,8 +136,6 @@ def count_samples(folded: Path) -> int:
 
 
 class Profiler:
-    """Runs profile runs for chosen queries and writes folded stacks under OUT/profiles."""
-
     def __init__(self, pair: ServerPair, out: Path, options: ProfileOptions, timeout: float):
         self.pair = pair
         self.out = out

@@ -1,8 +1,5 @@
-"""Progress on stderr: test, query, runs done, elapsed and ETA.
-
-On a terminal the line is redrawn in place (the CLI decides); otherwise one line per query
-(CI logs).
-"""
+"""Progress on stderr: test, query, runs done, elapsed and ETA; redrawn in place on a terminal
+(the CLI decides), else one line per query (CI logs)."""
 
 from __future__ import annotations
 

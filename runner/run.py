@@ -42,8 +42,6 @@ PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE}
 
 
 class Run:
-    """Drives the tests through both servers and writes the artifacts as it goes."""
-
     def __init__(self, options: RunOptions, loaded: LoadedTests) -> None:
         self.options = options
         self.loaded = loaded

@@ -1,14 +1,7 @@
-"""The order of measured runs: ABBA, pure and tested (METHOD.md §1).
-
-Run n executes once on each side with the same query_id. Even runs start with the reference
-server and odd runs with the patched one, so the sequence is R P P R R P P R ...: whatever
-advantage the first (or second) position in a pair carries falls on both sides equally.
-
-With several server processes per side (`--processes`, default 2), runs go to the process
-sets in blocks of two: runs 0-1 on set 0, 2-3 on set 1, 4-5 on set 0 again, ... Each set
-then sees both orders (R P and P R) equally often, so the position advantage cannot differ
-between the sets (compare/verdict.py requires a change on every set).
-"""
+"""The order of measured runs. Even runs start with the reference, odd ones with the patched
+server (R P P R R P P R ...), so an advantage of either position in a pair falls on both sides
+equally. Process sets take runs in blocks of two (0-1 on set 0, 2-3 on set 1, ...), so every set
+sees both orders equally often and compare/verdict.py can demand a change on every set."""
 
 from __future__ import annotations
 

@@ -122,12 +122,12 @@ def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 
 class ServerProcess:
-    """One running server. Start it with `start()`, always `stop()` it (see `running`)."""
+    """One running server. Start it with `start()`, always `stop()` it."""
 
     def __init__(self, spec: ServerSpec, layout: ServerLayout, process: int = 0) -> None:
         self.spec = spec
         self.layout = layout
-        self.process = process  # which process of its side (0: the first, or the only one)
+        self.process = process
         self.ports = pick_free_ports()
         self._process: subprocess.Popen[bytes] | None = None
         self._terminated: subprocess.Popen[bytes] | None = None  # the process sent SIGTERM
@@ -158,10 +158,8 @@ class ServerProcess:
         self._launch()
 
     def restart(self, ready_timeout: float = READY_TIMEOUT_S) -> None:
-        """Start again from the same data directory and ports (after a death or a hang).
-
-        A server that stopped answering gets SIGKILL: it is not going to shut down cleanly.
-        """
+        """Start again from the same data directory and ports (after a death or a hang); a server
+        that stopped answering gets SIGKILL: it is not going to shut down cleanly."""
         self.kill()
         self.restarts += 1
         self._launch()

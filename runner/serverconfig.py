@@ -1,10 +1,6 @@
-"""Generated configuration of a ClickHouse server that chperf starts.
-
-The root element is ``<yandex>``: the 18.16 package here reads only that, and modern servers
-still accept it. Everything is relative to the server's own directory; it listens on
-127.0.0.1 only. Overlay directories (``config.d/``, ``users.d/``) are copied next to the
-generated files, where both old and new servers merge them into the config tree.
-"""
+"""Generated configuration of a server chperf starts. The root element is `<yandex>`: the 18.16
+package reads only that, and modern servers still accept it. Overlays (`config.d/`, `users.d/`)
+are copied next to the generated files, where old and new servers alike merge them."""
 
 from __future__ import annotations
 
@@ -16,13 +12,9 @@ from xml.sax.saxutils import escape
 from artifacts.errors import ChperfError
 
 LISTEN_HOST = "127.0.0.1"
-# System logs are flushed explicitly (SYSTEM FLUSH LOGS) when chperf reads them, after each
-# test's measured runs; in between, each flush writes a new part and every few parts start a
-# merge. At 500 ms (and with query_thread_log on), the four servers' log flushes and merges took
-# at least 7% of a core during measured runs, at random times; at 7.5 s without
-# query_thread_log, about 1% (per-thread CPU from /proc, agg_sum_avg and type_conversion, 12
-# runs). 7.5 s is ClickHouse's own default; a server that dies loses at most that much of
-# query_log (server times and ProfileEvents; client times are chperf's own).
+# chperf flushes the logs itself after each test's measured runs. Timed flushes put log parts
+# and their merges into the measured runs: >= 7% of a core at 500 ms, ~1% at 7.5 s (ClickHouse's
+# default). A server that dies loses at most this much of its query_log.
 LOG_FLUSH_INTERVAL_MS = 7500
 OVERLAY_SUBDIRS = ("config.d", "users.d")
 KEEP_ALIVE_TIMEOUT_S = 3600
@@ -150,7 +142,6 @@ def render_users() -> str:
 
 
 def validate_overlay(overlay: Path) -> None:
-    """An overlay is a directory with config.d/ and/or users.d/ holding *.xml files."""
     if not overlay.is_dir():
         raise ChperfError(
             f"config overlay {overlay}: not a directory",

@@ -28,8 +28,6 @@ from runner.serverconfig import ServerLayout
 
 @dataclass
 class Side:
-    """A running server with what we learned about it at start."""
-
     process: ServerProcess
     control: ControlClient
     version: str
@@ -91,7 +89,6 @@ def started_servers(
     parent_dir: Path | None = None,
     ready_timeout: float = READY_TIMEOUT_S,
 ) -> Iterator[ServerPair]:
-    """One reference and one patched server (see started_server_sets)."""
     with started_server_sets(
         reference,
         patched,
@@ -117,16 +114,10 @@ def started_server_sets(
     parent_dir: Path | None = None,
     ready_timeout: float = READY_TIMEOUT_S,
 ) -> Iterator[tuple[ServerPair, ...]]:
-    """Start `count` sets of a reference and a patched server, each server a process of its
-    own in a private directory; stop them all by PID whatever happens.
-
-    Two processes of the same binary can differ in speed by 5-25% for minutes (memory
-    layout, allocator state: measured in the A/A runs of bench/bench_aa.py); a second set
-    lets the verdicts tell that from a change (compare/verdict.py).
-
-    A second Ctrl-C while the servers are being stopped is ignored, so cleanup always
-    completes; the kernel also kills the servers if chperf itself is killed (PDEATHSIG).
-    """
+    """Start `count` sets of a reference and a patched server, each a process of its own in a
+    private directory; stop them all by PID whatever happens (a second Ctrl-C meanwhile is
+    ignored). Processes of one binary can differ by 5-25% for minutes; a second set tells that
+    from a change (bench/bench_aa.py, docs/method.md "Two server processes a side")."""
     try:
         root = Path(tempfile.mkdtemp(prefix="chperf-servers-", dir=parent_dir))  # mode 0700
     except OSError as e:

@@ -1,21 +1,8 @@
 """A test's setup ends in the state the test asks for, and quiet, before its first measured run.
-
-ClickHouse merges MergeTree parts in the background after an INSERT. Measured on the 18.16
-server here, with agg_sum_avg's fill (20M rows, then `OPTIMIZE TABLE ... FINAL`):
-
-- The OPTIMIZE returned in 0.01 s without merging: a background merge held some of the table's
-  parts, and OPTIMIZE is then a silent no-op (unless `optimize_throw_if_noop`). The table kept
-  5 parts where the test asked for 1. Each server keeps whatever its own merge timing left, so
-  the reference and patched tables can differ in layout: a difference the patch did not make.
-- The merges still running when the first query was measured took one of the two cores: the
-  four servers' merge threads used about a core together for ~8 s after the fill.
-
-So, on every server: before each setup OPTIMIZE, wait until no merge is running; run it with
-`optimize_throw_if_noop = 1` where the server has that setting (capability, not version), and on
-"can't OPTIMIZE" (code 388, a merge started in between) wait and try again. After the setup,
-wait until no merge is running before the first measured run. Then compare the active part
-counts of the test's tables across servers: a difference is a warning in run.json.
-"""
+An OPTIMIZE whose parts a background merge holds is a silent no-op, leaving each server a part
+layout of its own, and merges still running take cores from the first measured runs: hence the
+waits for merges, OPTIMIZE with `optimize_throw_if_noop` and the part count comparison across
+servers (docs/run.md "Per test")."""
 
 from __future__ import annotations
 

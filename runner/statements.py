@@ -135,10 +135,8 @@ def _run_statements(
 def _optimize(
     executor: HttpExecutor, server: Side, sql: str, qid: str, settings: dict[str, str]
 ) -> QueryOutcome:
-    """A setup OPTIMIZE that merges, not one that a running background merge turned into a
-    silent no-op (runner/settle.py): wait for merges, run it with optimize_throw_if_noop, and
-    try again while "can't OPTIMIZE" coincides with merges. When nothing was merging, the
-    OPTIMIZE had nothing to do: it runs once more as written, as ClickHouse itself would."""
+    """A setup OPTIMIZE that really merges (runner/settle.py). "Can't OPTIMIZE" with nothing
+    merging means nothing to do: it runs once more as written, as ClickHouse itself would."""
     wait_for_merges(server.control)
     if not server.capabilities.optimize_throw_if_noop:
         return executor.execute(sql, qid, settings)

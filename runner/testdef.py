@@ -1,24 +1,11 @@
-"""Test definitions in ClickHouse's tests/performance XML format (METHOD.md §6).
+"""Test definitions in ClickHouse's tests/performance XML format (README.md "Test format").
+Placeholder names expand sorted, the last varying fastest (as ClickHouse's perf.py), so query
+indices stay stable when a test gains an unrelated substitution. Real tests write literal
+braces as `{{` and `}}` (ClickHouse uses str.format); a lone brace that is not `{identifier}`
+(a map literal, `{name:Type}`) stays as written; an undeclared `{identifier}` is an error:
+almost always a typo.
 
-The dataclasses below are the contract the runner uses; `load_test` builds them from a file.
-
-Format (what real ClickHouse tests contain, and what we do with it):
-- root `<test>`, optional attribute `max_ignored_relative_change` (a float);
-- `<settings>`: each child element is a session setting, name -> text;
-- `<substitutions><substitution><name>x</name><values><value>..</value>...` declare {x};
-- `<create_query>`, `<fill_query>` (document order), `<query>`, `<drop_query>`;
-- `<tags><tag>long</tag></tags>`: long tests are skipped unless asked for.
-Every statement expands over the cartesian product of the values of the placeholders it
-uses, placeholder names sorted, last name varying fastest (ClickHouse's perf.py does the
-same), so query indices stay stable when a test gains an unrelated substitution.
-
-Braces: ClickHouse expands templates with Python's str.format, so real tests write literal
-braces as `{{` and `}}`; we honour those escapes. A lone brace that is not `{identifier}`
-(a map literal, `{name:Type}` query parameters) stays as written. An `{identifier}` that no
-substitution declares is an error: it is almost always a typo.
-
-History: v1 (this file) - the ClickHouse format as of 2024, plus `Statement` locations for
-the linter.
+Format history: 1 -- the ClickHouse format as of 2024, plus `Statement` locations for the linter.
 """
 
 from __future__ import annotations
@@ -159,9 +146,6 @@ def _parse_xml(path: Path, data: bytes) -> _Element:
     return root[0]
 
 
-# --- Substitution. ---
-
-
 def _placeholders(template: str) -> list[tuple[str, int]]:
     """(name, offset) of each {name} in the template, escapes skipped."""
     return [(m.group(1), m.start()) for m in _TOKEN.finditer(template) if m.group(1)]
@@ -179,9 +163,7 @@ def _render(template: str, values: Mapping[str, str]) -> str:
 
 def expand(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[str]:
     """All expansions of a template: cartesian product over its placeholders, names sorted.
-
-    Every placeholder must be declared in `substitutions` (load_test checks this first).
-    """
+    Every placeholder must be declared in `substitutions` (load_test checks this first)."""
     names = sorted({name for name, _ in _placeholders(template)})
     combos = itertools.product(*(substitutions[name] for name in names))
     return [_render(template, dict(zip(names, combo, strict=True))) for combo in combos]
@@ -200,9 +182,6 @@ def _check_placeholders(
                 hint=f"declare it in <substitutions> (declared: {declared}), "
                 f"or write a literal brace as {{{{ and }}}}",
             )
-
-
-# --- Sections. ---
 
 
 def _parse_settings(path: Path, element: _Element) -> list[tuple[str, str]]:

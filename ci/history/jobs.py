@@ -28,7 +28,6 @@ def upload_run(batch: UploadBatch, target: HistoryTarget) -> list[str]:
 def show_history(
     target: HistoryTarget, test: str, query_index: int | None, limit: int | None
 ) -> str:
-    """The `chperf history` table of one test, or of one of its queries."""
     store = HistoryStore(target)
     every = query_index is None
     params = {"test": test, "every": int(every), "query_index": query_index or 0}

@@ -1,11 +1,5 @@
-"""A run directory turned into the rows of the history tables (schema.sql).
-
-Inputs: run.json, queries.tsv, runs.tsv, query_log.tsv and, when compare has run,
-verdicts.tsv, metrics.tsv and summary.json, all through the readers of artifacts/. Without
-compare's outputs the run's times are uploaded and the verdict tables stay empty for it; a
-later upload after `chperf compare` fills them in (each table is checked for the run id
-separately).
-"""
+"""A run directory turned into the rows of the history tables (schema.sql). Each table is
+checked for the run id separately, so an upload after `chperf compare` adds the verdicts."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@
 -- node plus `<name>` = Distributed(cluster, db, <name>_local, cityHash64(run_id)): chperf
 -- then reads and writes through the Distributed tables and these statements do nothing.
 --
--- Format history: 1 -- first version (issue 6).
+-- Format history: 1 -- first version.
 
 -- One row per uploaded run: run.json (manifest is the whole file) and summary.json's status.
 CREATE TABLE IF NOT EXISTS runs

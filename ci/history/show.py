@@ -1,9 +1,5 @@
 """`chperf history`: one test's (or query's) past medians and verdicts, oldest run first.
-
-Medians are computed here from the uploaded per-run client times (the same statistic
-compare uses), so a run uploaded before `chperf compare` ran still shows them; the verdict,
-diff and threshold come from the uploaded verdicts ("-" when there are none).
-"""
+Medians come from the uploaded client times, so runs uploaded before compare show them too."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The only module that talks to the history database (clickhouse-driver, native protocol).
-
-Every failure to reach or use the database is an InfrastructureError (exit 3) that names
-the server, never the password. Uploads write nothing but the database.
-"""
+"""The only module that talks to the history database. Every failure is an
+InfrastructureError (exit 3) that names the server, never the password."""
 
 from __future__ import annotations
 
@@ -22,7 +19,6 @@ from ci.history.target import HistoryTarget
 SQL_DIR = Path(__file__).resolve().parent
 CONNECT_TIMEOUT_S = 10
 QUERY_TIMEOUT_S = 300
-# What can go wrong talking to a server: the driver's errors and the socket's.
 _FAILURES = (driver_errors.Error, OSError, EOFError)
 
 
@@ -31,7 +27,6 @@ def sql_text(name: str) -> str:
 
 
 def schema_statements() -> list[str]:
-    """The statements of schema.sql, comments removed, in order."""
     lines = [line for line in sql_text("schema.sql").splitlines() if not line.startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
@@ -77,7 +72,6 @@ class HistoryStore:
             ) from e
 
     def ensure_schema(self) -> None:
-        """Create the database and the tables when missing (schema.sql)."""
         with self._errors("connecting"):
             bootstrap = self._connect("default")
             try:

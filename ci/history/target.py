@@ -1,11 +1,5 @@
-"""Where the history database is, and its credentials.
-
-`--history-url clickhouse://user@host:port/database` (`clickhouses://` for TLS) or
-`--history-config FILE`, a TOML file with the keys `url` and optionally `password_file`.
-The password comes from a file (`--history-password-file`, or `password_file` in the
-config) or from the environment variable CHPERF_HISTORY_PASSWORD — never from the URL, so it
-stays out of command lines, CI logs and artifacts. `HistoryTarget` never prints it.
-"""
+"""Where the history database is, and its credentials. The password comes from a file or
+from CHPERF_HISTORY_PASSWORD, never from the URL, so it stays out of logs and artifacts."""
 
 from __future__ import annotations
 
@@ -78,7 +72,6 @@ def read_password(password_file: Path | None, environ: Mapping[str, str]) -> str
 
 
 def read_config(path: Path) -> tuple[str, Path | None]:
-    """The url and password_file of a history config file."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
@@ -107,7 +100,6 @@ def resolve_target(
     password_file: Path | None,
     environ: Mapping[str, str],
 ) -> HistoryTarget:
-    """The boundary: flags and environment in, one frozen target out."""
     if config is not None:
         url, configured_file = read_config(config)
         password_file = password_file or configured_file

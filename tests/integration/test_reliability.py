@@ -1,4 +1,4 @@
-"""Failures become recorded, explained outcomes, never orphans (issue 7), on real servers."""
+"""Failures become recorded, explained outcomes, never orphans, on real servers."""
 
 from __future__ import annotations
 

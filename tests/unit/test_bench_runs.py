@@ -1,6 +1,5 @@
-"""bench/runs.py: the machine-noise figure the issue 8 benchmarks print next to their time
-ratios, and how the known-change bench reads its ground truths. No servers: artifacts
-written here."""
+"""bench/runs.py: the machine-noise figure the benchmarks print next to their time ratios, and
+how the known-change bench reads its ground truths. No servers: artifacts written here."""
 
 from __future__ import annotations
 
@@ -35,8 +34,8 @@ def test_a_constant_change_has_no_pair_noise(tmp_path: Path) -> None:
 
 
 def test_a_truth_whose_process_sets_disagree_is_undetermined() -> None:
-    """Figures of session 7's 41-run truth: agg_quantiles #6 (one reference process 40%
-    slower than the other), a real slowdown on both sets, and small disagreements."""
+    """One reference process 40% slower than the other, a real slowdown on both sets, and
+    small disagreements."""
     assert truth_undetermined({"diff": -0.144, "process_diffs": [-0.272, 0.015]})
     assert not truth_undetermined({"diff": 0.281, "process_diffs": [0.262, 0.301]})
     assert not truth_undetermined({"diff": 0.002, "process_diffs": [-0.007, 0.014]})

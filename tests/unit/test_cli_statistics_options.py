@@ -1,4 +1,4 @@
-"""The issue 8 comparison options on the command line: --fdr, --calibration, --aa."""
+"""The comparison's statistics options on the command line: --fdr, --calibration, --aa."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """compare_directory end to end on artifact directories: golden outputs, damaged inputs,
-and the check status (issue 3 items 5-7)."""
+and the check status."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ EXPECTED = DATA / "compare_small_expected"
 OUTPUTS = ("verdicts.tsv", "metrics.tsv", "summary.json")
 
 STEADY = (0.100, 0.101, 0.099, 0.100, 0.102)
-# Issue 3's per-query rules alone: at 5 runs a side no p-value can pass the false-discovery
-# control (compare/fdr.py), which tests_compare_fdr.py covers.
+# The per-query rules alone: at 5 runs a side no p-value can pass the false-discovery
+# control (compare/fdr.py), which test_compare_fdr.py covers.
 # The goldens were computed with the pooled method; test_compare_paired.py covers the paired one.
 PER_QUERY = CompareOptions(fdr=None, method=POOLED)
 

@@ -1,5 +1,5 @@
 """The paired method (compare/paired.py): its SQL against a brute-force oracle, and its
-behaviour on simulated runs with the shared slow-downs seen on this machine. No servers."""
+behaviour on simulated runs with slow-downs shared by both servers. No servers."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def test_sampled_statistics_are_seeded_and_close_to_the_truth(engine: SqlEngine)
 
 
 def regime_runs(rng: np.random.Generator, n: int, change: float) -> Samples:
-    """ABBA pairs under the noise seen on this machine: the machine switches between a fast
-    and a 1.4x slower regime for stretches of runs, shared by both servers; 2% noise per run."""
+    """ABBA pairs under regime noise: the machine switches between a fast and a 1.4x slower
+    regime for stretches of runs, shared by both servers; 2% noise per run."""
     regime = np.repeat(rng.choice([1.0, 1.4], size=n // 5 + 1), 5)[:n]
     reference = 0.1 * regime * np.exp(0.02 * rng.standard_normal(n))
     patched = 0.1 * (1 + change) * regime * np.exp(0.02 * rng.standard_normal(n))

@@ -1,4 +1,4 @@
-"""Simulated runs with fixed seeds (issue 3): the false-positive rate and power of the
+"""Simulated runs with fixed seeds: the false-positive rate and power of the
 decision, through the real SQL statistic and the real classification. No servers needed."""
 
 from __future__ import annotations
@@ -78,6 +78,5 @@ def test_25_percent_noise_gives_unstable_not_changed(randomization: Randomizatio
     # Under no change |D| >= T has probability of about 1 - QUANTILE by construction, so a
     # few queries can still cross T; the bar is that noise reads as unstable, not as change.
     assert verdicts[Verdict.UNSTABLE] >= 0.97 * QUERIES
-    # (seed 4 measured: 983 unstable, 16 changed, 1 unchanged whose T fell just below 10%)
     assert changed(verdicts) <= 0.025 * QUERIES
     assert verdicts[Verdict.UNCHANGED] <= 0.01 * QUERIES

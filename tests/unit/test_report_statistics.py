@@ -1,5 +1,5 @@
-"""The report shows issue 8's statistics: the FDR statement, equivalence of unchanged queries
-and queries a calibration file lacks."""
+"""The report shows the suite-level statistics: the FDR statement, equivalence of unchanged
+queries and queries a calibration file lacks."""
 
 from __future__ import annotations
 

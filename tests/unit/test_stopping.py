@@ -271,9 +271,9 @@ def test_a_query_that_looks_changed_at_the_boundary_runs_on() -> None:
 
 @pytest.mark.parametrize("diff", [0.046, -0.046, 0.045])
 def test_a_d_beyond_t_near_the_boundary_runs_on_rather_than_settling_there(diff: float) -> None:
-    # kc23's agg_sum_avg #5 (true +10.7%) at 7 runs: every pair positive, so T = |D| = 4.6%;
-    # |D| 0.4% from the minimum effect would be within T/2 at 25 runs too, but a D at least T
-    # is not noise that more runs would average out.
+    # A true change of about 10% at 7 runs: every pair positive, so T = |D| = 4.6%; |D| 0.4%
+    # from the minimum effect would be within T/2 at 25 runs too, but a D at least T is not
+    # noise that more runs would average out.
     import dataclasses
 
     threshold = abs(diff)  # these stats are the pooled method's: |D| and T as plain numbers
@@ -288,10 +288,10 @@ def test_a_d_beyond_t_near_the_boundary_runs_on_rather_than_settling_there(diff:
 
 
 def test_a_d_beyond_t_and_the_minimum_effect_that_one_process_set_misses_settles_there() -> None:
-    # kc24's agg_quantiles #1 at 14 runs: D +5.4%, T 3.9%, process sets +5.9% and +4.8%. It
-    # does not look changed (the second set is below the minimum effect), and rule 4 cannot
-    # settle it until both sets agree; with |D| 0.4% from the minimum effect more runs cannot
-    # move it T/2 away, so rule 7 settles it (kc24 ran it to 25).
+    # At 14 runs: D +5.4%, T 3.9%, process sets +5.9% and +4.8%. It does not look changed
+    # (the second set is below the minimum effect), and rule 4 cannot settle it until both
+    # sets agree; with |D| 0.4% from the minimum effect more runs cannot move it T/2 away, so
+    # rule 7 settles it rather than running it to the cap.
     import dataclasses
 
     series = dataclasses.replace(stats(0.054, 0.039), process_diffs=(0.059, 0.048))

@@ -10,6 +10,8 @@ from ci.history.target import PASSWORD_ENV, URL_FORM
 from ci.shard import Shard
 from compare.compare import CompareOptions
 from compare.paired import METHODS
+from compare.stopping import StopRule
+from compare.verdict import MIN_EFFECT, UNSTABLE_THRESHOLD
 from runner import pinning
 from runner.options import RunOptions
 from runner.profiler import ProfileOptions
@@ -23,36 +25,76 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands.add_parser("run", help="run the tests on both servers"))
     compare = commands.add_parser("compare", help="compute verdicts from artifacts")
-    compare.add_argument("out", type=Path)
+    compare.add_argument("out", type=Path, help="a run's output directory")
     _add_compare_options(compare)
     report = commands.add_parser("report", help="render OUT/report.html from artifacts")
-    report.add_argument("out", type=Path)
+    report.add_argument("out", type=Path, help="a run's output directory")
     lint = commands.add_parser("lint", help="check test files for designed-in instability")
-    lint.add_argument("paths", type=Path, nargs="*", default=[])
+    lint.add_argument("paths", type=Path, nargs="*", default=[], help="test files or directories")
     lint.add_argument("--measure", action="store_true", help="also measure on the server")
     _add_merge(commands.add_parser("merge", help="merge shard runs, recompute verdicts, report"))
     upload = commands.add_parser("upload", help="store a run in the history database")
-    upload.add_argument("out", type=Path)
+    upload.add_argument("out", type=Path, help="a run's output directory")
     upload.add_argument(
         "--label", action="append", default=[], metavar="KEY=VALUE", help="e.g. pr=123"
     )
     _add_history_target(upload)
     history = commands.add_parser("history", help="a test's past medians and verdicts")
-    history.add_argument("--test", required=True)
-    history.add_argument("--query-index", type=int, default=None)
+    history.add_argument("--test", required=True, metavar="NAME", help="the test")
+    history.add_argument(
+        "--query-index", type=int, default=None, metavar="N", help="one query (default: all)"
+    )
     history.add_argument("--limit", type=int, default=None, help="newest runs shown")
     _add_history_target(history)
     return parser
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reference", default=None, help="reference server binary")
-    p.add_argument("--patched", default=None, help="patched server binary")
-    p.add_argument("--reference-config", type=Path, action="append", default=[])
-    p.add_argument("--patched-config", type=Path, action="append", default=[])
-    p.add_argument("--tests", type=Path, nargs="+", default=None, help="files or directories")
-    p.add_argument("--test", action="append", default=[], help="run only this test")
-    p.add_argument("--query-index", type=int, action="append", default=[])
+    p.add_argument(
+        "--reference",
+        default=None,
+        metavar="BINARY",
+        help="reference server binary (default: the installed clickhouse-server)",
+    )
+    p.add_argument(
+        "--patched",
+        default=None,
+        metavar="BINARY",
+        help="patched server binary (default: the installed clickhouse-server)",
+    )
+    p.add_argument(
+        "--reference-config",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="config overlay of the reference server: a directory with config.d/ or users.d/",
+    )
+    p.add_argument(
+        "--patched-config",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="config overlay of the patched server: a directory with config.d/ or users.d/",
+    )
+    p.add_argument(
+        "--tests",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="PATH",
+        help="test files or directories (default: perf_tests)",
+    )
+    p.add_argument("--test", action="append", default=[], metavar="NAME", help="run only this test")
+    p.add_argument(
+        "--query-index",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="run only this query of each selected test",
+    )
     p.add_argument(
         "--runs",
         type=_positive_int,
@@ -75,21 +117,69 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         "highest CPU, so both servers of a pair go through whatever that vCPU does; none: any "
         "CPU; or CPU numbers, e.g. 1 or 0,1",
     )
-    p.add_argument("--min-runs", type=_positive_int, default=None, help="adaptive: minimum")
-    p.add_argument("--max-runs", type=_positive_int, default=None, help="adaptive: maximum")
+    p.add_argument(
+        "--min-runs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"adaptive: fewest runs per side (default {StopRule.min_runs})",
+    )
+    p.add_argument(
+        "--max-runs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"adaptive: most runs per side before an extension (default {StopRule.max_runs})",
+    )
     profile = p.add_mutually_exclusive_group()
     profile.add_argument("--profile-all", action="store_true", help="profile every query")
     profile.add_argument("--no-profile", action="store_true", help="no profile runs")
-    p.add_argument("--profile-seconds", type=float, default=ProfileOptions.seconds)
-    p.add_argument("--profile-budget", type=float, default=ProfileOptions.budget_seconds)
+    p.add_argument(
+        "--profile-seconds",
+        type=float,
+        default=ProfileOptions.seconds,
+        metavar="S",
+        help="profile runs of one query, per side",
+    )
+    p.add_argument(
+        "--profile-budget",
+        type=float,
+        default=ProfileOptions.budget_seconds,
+        metavar="S",
+        help="profile runs of the whole run",
+    )
     p.add_argument("--long", action="store_true", help="also run tests tagged long")
-    p.add_argument("--out", type=Path, default=Path("chperf-out"))
+    p.add_argument(
+        "--out", type=Path, default=Path("chperf-out"), metavar="DIR", help="output directory"
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
-    p.add_argument("--max-query-seconds", type=float, default=RunOptions.max_query_seconds)
-    p.add_argument("--keep-servers-dir", action="store_true")
-    p.add_argument("--servers-dir", type=Path, default=None, help="parent of server dirs")
-    p.add_argument("--shard", type=_shard, default=None, help="K/N: run shard K")
-    p.add_argument("--shard-weights", type=Path, default=None, help="tests.tsv of a past run")
+    p.add_argument(
+        "--max-query-seconds",
+        type=float,
+        default=RunOptions.max_query_seconds,
+        metavar="S",
+        help="max_execution_time of every measured run; a run over it is a recorded failure",
+    )
+    p.add_argument(
+        "--keep-servers-dir",
+        action="store_true",
+        help="keep the servers' data, configs and logs after the run",
+    )
+    p.add_argument(
+        "--servers-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="parent of the servers' temporary directories (default: the system's temp dir)",
+    )
+    p.add_argument("--shard", type=_shard, default=None, metavar="K/N", help="run shard K of N")
+    p.add_argument(
+        "--shard-weights",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="tests.tsv of a past run, to balance the shards by test duration",
+    )
     _add_compare_options(p)
 
 
@@ -101,9 +191,23 @@ def _add_merge(p: argparse.ArgumentParser) -> None:
 
 
 def _add_compare_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-effect", type=_fraction, default=None)
-    p.add_argument("--unstable-threshold", type=_fraction, default=None)
-    p.add_argument("--fail-on-unstable", action="store_true")
+    p.add_argument(
+        "--min-effect",
+        type=_fraction,
+        default=None,
+        metavar="F",
+        help=f"smallest change that matters, as a fraction (default {MIN_EFFECT})",
+    )
+    p.add_argument(
+        "--unstable-threshold",
+        type=_fraction,
+        default=None,
+        metavar="F",
+        help=f"T at or above it is unstable, as a fraction (default {UNSTABLE_THRESHOLD})",
+    )
+    p.add_argument(
+        "--fail-on-unstable", action="store_true", help="unstable queries fail the check"
+    )
     p.add_argument(
         "--method",
         choices=METHODS,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from artifacts import manifest, tables
-from artifacts.summary import SUMMARY_FILE
+from artifacts.summary import SUMMARY_FILE, CalibrationSummary, FdrSummary, NoiseSummary
 from artifacts.tables import ErrorRow
 from artifacts.verdicts import METRICS_FILE, VERDICTS_FILE
 from report import display
@@ -140,69 +140,93 @@ def build_header(inputs: Inputs, first_problem: str | None, build_problems: int)
 
 
 def _statistics(inputs: Inputs) -> tuple[str, ...]:
+    """The statements about how the verdicts were reached, in the order the report shows."""
     if inputs.summary is None:
         return ()
-    lines = []
-    fdr = inputs.summary.fdr
-    if fdr is not None:
-        lines.append(
-            f"False-discovery control: Benjamini-Hochberg at q = {fdr.q:g} over {fdr.tests} "
-            f"measured queries: {fdr.discoveries} discoveries, of which at most "
-            f"{fdr.expected_false_at_most:.2g} are expected to be false. A query is called "
-            "faster or slower only when it is also a discovery."
-        )
-        lone, smallest = fdr.lone_discovery_level, fdr.smallest_p_value
-        if lone is not None and smallest is not None and smallest > lone:
-            lines.append(
-                f"No change alone can be a discovery in this run: that needs p <= q/m = "
-                f"{lone:.2g}, and the smallest p-value any query could reach at its run count "
-                f"is {smallest:.2g} (the randomization distribution is discrete, and sampled "
-                "when runs are many: compare/FORMATS.md). Changes are found here only when "
-                "enough queries change together; run fewer queries per comparison, or more "
-                "runs, to find a lone one."
-            )
     options = inputs.manifest.get("options")
-    processes = options.get("processes") if isinstance(options, dict) else None
-    if isinstance(processes, int) and processes > 1:
+    options = options if isinstance(options, dict) else {}
+    parts = (
+        _fdr_lines(inputs.summary.fdr),
+        _process_lines(options.get("processes")),
+        _placement_lines(options.get("pin")),
+        _noise_lines(inputs.summary.noise),
+        _calibration_lines(inputs.summary.calibration),
+    )
+    return tuple(line for part in parts for line in part)
+
+
+def _fdr_lines(fdr: FdrSummary | None) -> list[str]:
+    if fdr is None:
+        return []
+    lines = [
+        f"False-discovery control: Benjamini-Hochberg at q = {fdr.q:g} over {fdr.tests} "
+        f"measured queries: {fdr.discoveries} discoveries, of which at most "
+        f"{fdr.expected_false_at_most:.2g} are expected to be false. A query is called "
+        "faster or slower only when it is also a discovery."
+    ]
+    lone, smallest = fdr.lone_discovery_level, fdr.smallest_p_value
+    if lone is not None and smallest is not None and smallest > lone:
         lines.append(
-            f"Each side ran on {processes} server processes; runs alternate between them in "
-            "blocks of two (R P, P R on one, then on the next). Two processes of the same "
-            "binary can differ by 5-25% for minutes (memory layout, allocator state), so a "
-            "query is called faster or slower only when every process set shows the change "
-            "on its own: its own Diff at least the minimum effect, in the same direction "
-            "(summary.json process_diffs)."
+            f"No change alone can be a discovery in this run: that needs p <= q/m = "
+            f"{lone:.2g}, and the smallest p-value any query could reach at its run count "
+            f"is {smallest:.2g} (the randomization distribution is discrete, and sampled "
+            "when runs are many: docs/method.md). Changes are found here only when "
+            "enough queries change together; run fewer queries per comparison, or more "
+            "runs, to find a lone one."
         )
-    pin = options.get("pin") if isinstance(options, dict) else None
-    if isinstance(pin, str) and pin:
-        lines.append(
-            f"CPU placement: the servers were {pin}. On a VM the host can slow one vCPU at a "
-            "time for seconds; two servers on different vCPUs then differ for as long as "
-            "that lasts, and the pair's two runs stop being exchangeable (runner/pinning.py)."
-        )
-    noise = inputs.summary.noise
-    if noise is not None:
-        threshold = (
-            ""
-            if noise.median_threshold is None
-            else f" The median noise threshold T over the queries is {noise.median_threshold:.1%}."
-        )
-        lines.append(
-            f"Machine noise: {noise.pair_spread:.1%}, the median over {noise.queries} queries of "
-            f"the spread (standard deviation) of ln(patched/reference) across each query's "
-            f"first {noise.pairs} pairs. The two runs of a pair share the machine's state, so "
-            "this is the noise alternation cannot cancel; a change shifts the ratios but not "
-            "their spread. The noisier the pairs, the more runs a query needs before T falls "
-            "to the minimum effect: where it did not, an unchanged query is inconclusive "
-            f"rather than equivalent.{threshold} A run on a quieter machine resolves more."
-        )
-    calibration = inputs.summary.calibration
-    if calibration is not None:
-        lines.append(
-            f"Noise floors from the A/A calibration {calibration.file}: "
-            f"{calibration.calibrated} queries calibrated, {calibration.not_calibrated} "
-            "not calibrated (they keep the default minimum effect and are marked)."
-        )
-    return tuple(lines)
+    return lines
+
+
+def _process_lines(processes: object) -> list[str]:
+    if not isinstance(processes, int) or processes <= 1:
+        return []
+    return [
+        f"Each side ran on {processes} server processes; runs alternate between them in "
+        "blocks of two (R P, P R on one, then on the next). Two processes of the same "
+        "binary can differ by 5-25% for minutes (memory layout, allocator state), so a "
+        "query is called faster or slower only when every process set shows the change "
+        "on its own: its own Diff at least the minimum effect, in the same direction "
+        "(summary.json process_diffs)."
+    ]
+
+
+def _placement_lines(pin: object) -> list[str]:
+    if not isinstance(pin, str) or not pin:
+        return []
+    return [
+        f"CPU placement: the servers were {pin}. On a VM the host can slow one vCPU at a "
+        "time for seconds; two servers on different vCPUs then differ for as long as "
+        "that lasts, and the pair's two runs stop being exchangeable (runner/pinning.py)."
+    ]
+
+
+def _noise_lines(noise: NoiseSummary | None) -> list[str]:
+    if noise is None:
+        return []
+    threshold = (
+        ""
+        if noise.median_threshold is None
+        else f" The median noise threshold T over the queries is {noise.median_threshold:.1%}."
+    )
+    return [
+        f"Machine noise: {noise.pair_spread:.1%}, the median over {noise.queries} queries of "
+        f"the spread (standard deviation) of ln(patched/reference) across each query's "
+        f"first {noise.pairs} pairs. The two runs of a pair share the machine's state, so "
+        "this is the noise alternation cannot cancel; a change shifts the ratios but not "
+        "their spread. The noisier the pairs, the more runs a query needs before T falls "
+        "to the minimum effect: where it did not, an unchanged query is inconclusive "
+        f"rather than equivalent.{threshold} A run on a quieter machine resolves more."
+    ]
+
+
+def _calibration_lines(calibration: CalibrationSummary | None) -> list[str]:
+    if calibration is None:
+        return []
+    return [
+        f"Noise floors from the A/A calibration {calibration.file}: "
+        f"{calibration.calibrated} queries calibrated, {calibration.not_calibrated} "
+        "not calibrated (they keep the default minimum effect and are marked)."
+    ]
 
 
 def _text(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Test definitions in ClickHouse's tests/performance XML format (README.md "Test format").
+"""Test definitions in ClickHouse's tests/performance XML format (docs/tests.md).
 Placeholder names expand sorted, the last varying fastest (as ClickHouse's perf.py), so query
 indices stay stable when a test gains an unrelated substitution. Real tests write literal
 braces as `{{` and `}}` (ClickHouse uses str.format); a lone brace that is not `{identifier}`

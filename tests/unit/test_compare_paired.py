@@ -144,7 +144,7 @@ def test_the_mean_breaks_the_ties_of_the_trimmed_pairs(engine: SqlEngine, n: int
     """Every pair slower, no two alike: flipping any of the floor(n/4) smallest pairs leaves
     the trimmed mean as it is (2^(k+1) of 2^n vectors tie with the observed one) but lowers
     the mean, so only the observed signs and their mirror are as extreme: the floor is
-    2 / 2^n, and 8 pairs are the fewest that can reach p <= 0.01 (FORMATS.md)."""
+    2 / 2^n, and 8 pairs are the fewest that can reach p <= 0.01 (docs/method.md)."""
     pairs = [(1.0, 1.1 + 0.01 * i) for i in range(n)]
     r = np.log(np.array([p for _, p in pairs]))
     d, _ = flip_statistics(r)

@@ -1,5 +1,6 @@
 # chperf: two commands set everything up on a fresh Debian 12 machine.
-#   make demo   runs the main job (installed server vs itself + max_block_size overlay)
+#   make demo   runs the main job (installed server vs itself + max_block_size overlay);
+#               make demo ENGINE=modern does the same on the 26.9 engine fixture
 #   make test   runs lint, type checks and the test suite (unit and integration)
 #   make unit   runs the unit layer alone (no servers, seconds to a minute)
 # Both depend on `make setup`, which is idempotent.
@@ -12,10 +13,21 @@ INFERNO := $(TOOLS)/bin/inferno-flamegraph
 STAMP_APT := $(TOOLS)/.apt-done
 APT_PACKAGES := clickhouse-server clickhouse-client linux-perf chromium
 INFERNO_VERSION := 0.12.8
+# Modern engines run as servers by fixtures/chdb_server.py (docs/modern.md): 26.9 from the
+# chdb in .venv, 26.7 from a venv of its own.
+CHDB_26_7 := $(TOOLS)/chdb-26.7
+MODERN_26_9 := $(TOOLS)/bin/clickhouse-chdb-26.9
+MODERN_26_7 := $(TOOLS)/bin/clickhouse-chdb-26.7
+ENGINE ?= installed
+ifeq ($(ENGINE),modern)
+DEMO_SERVERS := --reference $(MODERN_26_9) --patched $(MODERN_26_9)
+else
+DEMO_SERVERS :=
+endif
 
-.PHONY: setup demo test unit lint apt venv inferno clean
+.PHONY: setup demo test unit lint apt venv inferno modern clean
 
-setup: apt venv inferno
+setup: apt venv inferno modern
 
 apt: $(STAMP_APT)
 $(STAMP_APT):
@@ -41,8 +53,22 @@ $(INFERNO):
 	  "rustc >= 1.71 on PATH (rustup; Debian 12's cargo has rustc 1.63)" >&2; exit 2; }
 	cargo install --quiet --locked --root $(TOOLS) inferno --version $(INFERNO_VERSION)
 
+modern: $(MODERN_26_9) $(MODERN_26_7)
+$(MODERN_26_9): $(VENV)/.installed fixtures/chdb_server.py
+	@mkdir -p $(TOOLS)/bin
+	@printf '#!/bin/sh\nexec "%s/$(PY)" "%s/fixtures/chdb_server.py" "$$@"\n' "$$PWD" "$$PWD" > $@
+	@chmod +x $@
+$(CHDB_26_7)/.installed:
+	@test -x $(CHDB_26_7)/bin/python || python3 -m venv $(CHDB_26_7)
+	$(CHDB_26_7)/bin/python -m pip install -q chdb-core==26.7.3
+	@touch $@
+$(MODERN_26_7): $(CHDB_26_7)/.installed fixtures/chdb_server.py
+	@mkdir -p $(TOOLS)/bin
+	@printf '#!/bin/sh\nexec "%s/$(CHDB_26_7)/bin/python" "%s/fixtures/chdb_server.py" "$$@"\n' "$$PWD" "$$PWD" > $@
+	@chmod +x $@
+
 demo: setup
-	$(VENV)/bin/chperf run --patched-config overlays/max_block_size_8192 --out chperf-out --force; \
+	$(VENV)/bin/chperf run $(DEMO_SERVERS) --patched-config overlays/max_block_size_8192 --out chperf-out --force; \
 	  rc=$$?; echo "demo: artifacts and report in $$(pwd)/chperf-out (exit code $$rc)" >&2; \
 	  [ $$rc -le 1 ]
 

@@ -1,7 +1,9 @@
 """run.json, the run manifest: who ran what, on which servers, with which options. Written
 atomically at the start, after every server (re)start and at the end, so a crash never leaves
 half a manifest and the status says how far the run got.
-Format history (SCHEMA_VERSION, also of the run's tables): 1 -- first version."""
+Format history (SCHEMA_VERSION, also of the run's tables): 1 -- first version; then, additively,
+the server capabilities query_profiler, asynchronous_metrics, missing_query_log_columns and
+unknown_settings."""
 
 from __future__ import annotations
 

@@ -47,8 +47,10 @@ def compare_options(args: argparse.Namespace) -> CompareOptions:
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
-    reference = Path(args.reference or default_server_binary())
-    patched = Path(args.patched or default_server_binary())
+    # Absolute, not resolved: servers start in their own directory, and a symlink's name
+    # (clickhouse-server vs clickhouse) decides how the binary is called.
+    reference = Path(args.reference or default_server_binary()).absolute()
+    patched = Path(args.patched or default_server_binary()).absolute()
     patched_config = list(args.patched_config)
     if args.aa:
         if args.patched or args.patched_config:

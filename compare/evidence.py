@@ -37,7 +37,8 @@ QueryKey = tuple[str, int]  # (test, query_index)
 
 # The errors.tsv stages that affect a verdict; teardown and query_log errors do not.
 _TEST_STAGES = (STAGE_PARSE, STAGE_SETUP, STAGE_SERVER)
-_QUERY_STAGES = (STAGE_PREWARM, STAGE_RUN, STAGE_SERVER)
+# A setup error of one query: the setup failed on one side only (runner/run.py).
+_QUERY_STAGES = (STAGE_SETUP, STAGE_PREWARM, STAGE_RUN, STAGE_SERVER)
 _TEST_STATUS_SKIPPED = "skipped"
 _TEST_STATUS_ERROR = "error"
 

@@ -40,11 +40,12 @@ def gather_metrics(out: Path, min_runs: int) -> MetricSeries:
     problems = tuple(str(p) for p in (*log.problems, *events.problems) if not _missing(p.line))
     by_query = _runs_by_query(log.rows)
     counters = _counters(events.rows)
+    shared = _shared_events(events.rows)
     series: dict[MetricKey, Samples] = {}
     for (test, query_index), sides in sorted(by_query.items()):
         if min(len(sides[REFERENCE]), len(sides[PATCHED])) < min_runs:
             continue
-        for metric, samples in _query_series(sides, counters).items():
+        for metric, samples in _query_series(sides, counters, shared).items():
             series[(test, query_index, metric)] = samples
     return MetricSeries(series, problems)
 
@@ -74,8 +75,18 @@ def _counters(rows: tuple[ProfileEventRow, ...]) -> dict[tuple[str, str], dict[s
     return counters
 
 
+def _shared_events(rows: tuple[ProfileEventRow, ...]) -> frozenset[str]:
+    """The events both sides reported somewhere in the run. Two server versions know
+    different events: one the other never reports is not a change of this query."""
+    seen: dict[str, set[str]] = {side: set() for side in SIDES}
+    for row in rows:
+        if row.server in seen:
+            seen[row.server].add(row.event)
+    return frozenset(seen[REFERENCE] & seen[PATCHED])
+
+
 def _query_series(
-    sides: _Runs, counters: dict[tuple[str, str], dict[str, int]]
+    sides: _Runs, counters: dict[tuple[str, str], dict[str, int]], shared: frozenset[str]
 ) -> dict[str, Samples]:
     def values(side: str, metric: str) -> tuple[float, ...]:
         if metric == SERVER_TIME:
@@ -88,6 +99,7 @@ def _query_series(
         for side in SIDES
         for r in sides[side]
         for event in counters.get((r.query_id, side), {})
+        if event in shared
     }
     result: dict[str, Samples] = {}
     for metric in [SERVER_TIME, *sorted(events)]:

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from artifacts.tables import PATCHED, REFERENCE
@@ -119,6 +119,9 @@ def normalize_folded(lines: Iterable[str]) -> Folded:
 class FlameGraphs:
     links: dict[tuple[str, int], tuple[Link, ...]]
     problems: tuple[str, ...]
+    # Per query, why a side has no flame graph (the profiler recorded no samples): a note in
+    # the report, not a problem of the report.
+    unavailable: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
 
 
 class _ToolFailed(Exception):
@@ -142,11 +145,15 @@ def render_flamegraphs(out: Path, profiles: Sequence[Profile]) -> FlameGraphs:
     for p in profiles:
         by_query.setdefault((p.test, p.query_index), {})[p.side] = p
     links: dict[tuple[str, int], tuple[Link, ...]] = {}
+    unavailable: dict[tuple[str, int], tuple[str, ...]] = {}
     for key, sides in by_query.items():
-        found = _render_query(directory, key, sides, tools, problems)
+        notes: list[str] = []
+        found = _render_query(directory, key, sides, tools, problems, notes)
         if found:
             links[key] = found
-    return FlameGraphs(links, tuple(problems))
+        if notes:
+            unavailable[key] = tuple(notes)
+    return FlameGraphs(links, tuple(problems), unavailable)
 
 
 def _render_query(
@@ -155,13 +162,15 @@ def _render_query(
     sides: dict[str, Profile],
     tools: dict[str, Path | None],
     problems: list[str],
+    notes: list[str],
 ) -> tuple[Link, ...]:
     test, index = key
     name = display.ident(test, index)
     folded: dict[str, Path] = {}
     for side in (REFERENCE, PATCHED):
         if side in sides:
-            path = _normalize_file(sides[side], directory / f"{name}.{side}.folded", problems)
+            target = directory / f"{name}.{side}.folded"
+            path = _normalize_file(sides[side], target, problems, notes)
             if path is not None:
                 folded[side] = path
     flamegraph, diff = tools[FLAMEGRAPH], tools[DIFF_FOLDED]
@@ -195,7 +204,9 @@ def _render_query(
     return tuple(links)
 
 
-def _normalize_file(profile: Profile, target: Path, problems: list[str]) -> Path | None:
+def _normalize_file(
+    profile: Profile, target: Path, problems: list[str], notes: list[str]
+) -> Path | None:
     where = f"profile of {profile.test} query {profile.query_index} ({profile.side})"
     try:
         with profile.folded.open(encoding="utf-8", errors="replace") as f:
@@ -206,7 +217,10 @@ def _normalize_file(profile: Profile, target: Path, problems: list[str]) -> Path
     if folded.bad_lines:
         problems.append(f"{where}: {folded.bad_lines} malformed lines in {profile.folded}")
     if not folded.stacks:
-        problems.append(f"{where}: {profile.folded} holds no samples")
+        source = {"perf": "perf recorded", "trace_log": "the query profiler wrote"}.get(
+            profile.kind, "the profiler recorded"
+        )
+        notes.append(f"{profile.side}: not available: {source} no samples")
         return None
     target.write_text(folded.text(), encoding="utf-8")
     return target

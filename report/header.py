@@ -113,7 +113,12 @@ def number_problems(
     return numbered_run, numbered_build
 
 
-def build_header(inputs: Inputs, first_problem: str | None, build_problems: int) -> Header:
+def build_header(
+    inputs: Inputs,
+    first_problem: str | None,
+    build_problems: int,
+    flame_problems: Sequence[str] = (),
+) -> Header:
     manifest = inputs.manifest
     if inputs.summary is None:
         status, message = "failure", "no verdicts: summary.json is missing or unreadable"
@@ -135,6 +140,7 @@ def build_header(inputs: Inputs, first_problem: str | None, build_problems: int)
         machine=_fields(manifest.get("machine")),
         options=_fields(manifest.get("options")),
         profiling_note=_profiling_note(inputs),
+        profiling_problems=(*_profile_problems(inputs), *flame_problems),
         statistics=_statistics(inputs),
     )
 
@@ -146,6 +152,7 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
     options = inputs.manifest.get("options")
     options = options if isinstance(options, dict) else {}
     parts = (
+        _capability_lines(inputs.manifest.get("servers")),
         _fdr_lines(inputs.summary.fdr),
         _process_lines(options.get("processes")),
         _placement_lines(options.get("pin")),
@@ -153,6 +160,30 @@ def _statistics(inputs: Inputs) -> tuple[str, ...]:
         _calibration_lines(inputs.summary.calibration),
     )
     return tuple(line for part in parts for line in part)
+
+
+def _capability_lines(servers: object) -> list[str]:
+    """What one server can do and the other cannot (docs/modern.md, "Capabilities")."""
+    if not isinstance(servers, dict):
+        return []
+    found = {side: (servers.get(side) or {}).get("capabilities") for side in tables.SIDES}
+    if not all(isinstance(c, dict) for c in found.values()):
+        return []
+    reference, patched = found[tables.REFERENCE], found[tables.PATCHED]
+    assert isinstance(reference, dict) and isinstance(patched, dict)
+    differ = [
+        f"{name}: reference {_text(reference.get(name))}, patched {_text(patched.get(name))}"
+        for name in sorted(set(reference) | set(patched))
+        if reference.get(name) != patched.get(name)
+    ]
+    if not differ:
+        return []
+    return [
+        "The servers differ in what they can do (each side's probe, run.json capabilities): "
+        + "; ".join(differ)
+        + ". ProfileEvents are compared on the events both report; flame graphs come from "
+        "trace_log where the query profiler samples, else from perf."
+    ]
 
 
 def _fdr_lines(fdr: FdrSummary | None) -> list[str]:
@@ -307,6 +338,11 @@ def _process_rows(processes: Any, side: str) -> tuple[Field, ...]:
             parts.append("incidents " + "; ".join(_text(i) for i in incidents))
         rows.append(Field(f"process #{number}", ", ".join(parts)))
     return tuple(rows)
+
+
+def _profile_problems(inputs: Inputs) -> tuple[str, ...]:
+    found = inputs.manifest.get("profile_problems")
+    return tuple(_text(p) for p in found) if isinstance(found, list) else ()
 
 
 def _profiling_note(inputs: Inputs) -> str | None:

@@ -37,6 +37,7 @@ class Header:
     machine: tuple[Field, ...]
     options: tuple[Field, ...]
     profiling_note: str | None  # why there are no flame graphs, when there are none
+    profiling_problems: tuple[str, ...]  # profiles not taken or not rendered: never a failure
     statistics: tuple[str, ...] = ()  # false-discovery control and calibration, in words
 
 
@@ -97,6 +98,7 @@ class QueryView:
     slow_on_client: bool
     failures: tuple[FailureView, ...]
     flamegraphs: tuple[Link, ...]
+    flamegraphs_unavailable: tuple[str, ...]  # why a side has none, e.g. no samples
     metrics: tuple[MetricView, ...]
     metrics_omitted: int  # insignificant metrics not shown (they are in metrics.tsv)
     plot: Markup | None  # per-run times of both sides, for changed and unstable queries

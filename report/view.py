@@ -61,7 +61,8 @@ def build_report(
     inputs: Inputs, flames: FlameGraphs, extra_problems: Sequence[str], generated_at: str
 ) -> Report:
     tables = _index(inputs)
-    build = [*header.input_problems(inputs), *flames.problems, *extra_problems]
+    # Flame graphs explain verdicts and never decide one: their problems are notes.
+    build = [*header.input_problems(inputs), *extra_problems]
     keys = _keys(inputs, tables, build)
     queries = tuple(_query(key, tables, flames) for key in keys)
     run_problems, build_problems = header.number_problems(header.run_problems(inputs), build)
@@ -81,7 +82,7 @@ def build_report(
     )
     return Report(
         title="chperf report",
-        header=header.build_header(inputs, first, len(build_problems)),
+        header=header.build_header(inputs, first, len(build_problems), flames.problems),
         run_problems=run_problems,
         build_problems=build_problems,
         changes=tuple(changes),
@@ -214,6 +215,7 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         slow_on_client=slow,
         failures=tuple(tables.failures.get(key, ())),
         flamegraphs=flames.links.get(key, ()),
+        flamegraphs_unavailable=flames.unavailable.get(key, ()),
         metrics=metrics,
         metrics_omitted=omitted,
         plot=_plot(key, row, tables) if detailed else None,

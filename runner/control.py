@@ -4,11 +4,13 @@ flushing and reading system.query_log. Test queries go through `runner.executor`
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from clickhouse_driver import Client
+from clickhouse_driver.errors import ServerException
 
 from runner.server import Capabilities
 from runner.serverconfig import LISTEN_HOST
@@ -19,6 +21,22 @@ QUERY_LOG_BATCH = 500
 # query_log.type of a finished query: QueryFinish = 2 (a UInt8 on old servers, an Enum8 on
 # new ones; toInt8 reads both).
 QUERY_FINISH = 2
+
+# The columns of query_log chperf reads (ProfileEvents: as a Map or as Names/Values arrays).
+QUERY_LOG_COLUMNS = ("query_duration_ms", "read_rows", "read_bytes", "memory_usage")
+PROFILER_SETTINGS = frozenset(
+    {"query_profiler_real_time_period_ns", "query_profiler_cpu_time_period_ns"}
+)
+# Settings chperf sets on some servers: those a server lacks are recorded with its capabilities.
+USED_SETTINGS = PROFILER_SETTINGS | {
+    "optimize_throw_if_noop",
+    "allow_introspection_functions",
+    "log_queries",
+    "max_execution_time",
+}
+# A query of ~0.1-0.2 s profiled at 1 ms: a sampling profiler leaves dozens of rows.
+PROBE_QUERY = "SELECT sum(cityHash64(number)) FROM numbers(20000000)"
+PROBE_PERIOD_NS = 1_000_000
 
 # The driver logs reconnects (after a server restart) as warnings on stderr; chperf records
 # server incidents itself, with context, in errors.tsv.
@@ -82,15 +100,45 @@ class ControlClient:
         self.execute("SELECT 1")
         self.flush_logs()
         columns = self._columns("query_log")
-        events = "arrays" if "ProfileEvents.Names" in columns else "map"
-        throw_if_noop = self.execute(
-            "SELECT count() FROM system.settings WHERE name = 'optimize_throw_if_noop'"
-        )
+        known = self._known_settings()
+        trace_log = self._has_table("trace_log")
         return Capabilities(
-            trace_log=self._has_table("trace_log"),
-            profile_events=events,
-            optimize_throw_if_noop=bool(throw_if_noop[0][0]),
+            trace_log=trace_log,
+            profile_events=profile_events_form(columns),
+            optimize_throw_if_noop="optimize_throw_if_noop" in known,
+            query_profiler=trace_log and PROFILER_SETTINGS <= known and self._profiler_samples(),
+            asynchronous_metrics=self._has_table("asynchronous_metrics"),
+            missing_query_log_columns=tuple(c for c in QUERY_LOG_COLUMNS if c not in columns),
+            unknown_settings=tuple(sorted(USED_SETTINGS - known)),
         )
+
+    def _known_settings(self) -> frozenset[str]:
+        rows = self.execute(
+            "SELECT name FROM system.settings WHERE name IN %(names)s",
+            {"names": tuple(sorted(USED_SETTINGS))},
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    def _profiler_samples(self) -> bool:
+        """Whether the query profiler samples at all: some engines keep trace_log empty."""
+        query_id = f"chperf-profiler-probe-{uuid.uuid4()}"
+        settings = {
+            "query_profiler_real_time_period_ns": PROBE_PERIOD_NS,
+            "query_profiler_cpu_time_period_ns": PROBE_PERIOD_NS,
+            "log_queries": 0,
+            # an overlay's limits (tests of chperf use some) must not fail the probe
+            "max_rows_to_read": 0,
+            "max_bytes_to_read": 0,
+        }
+        try:
+            self._client.execute(PROBE_QUERY, settings=settings, query_id=query_id)
+        except ServerException:
+            return False  # a profile that forbids it: no flame graphs from trace_log
+        self.flush_logs()
+        rows = self.execute(
+            "SELECT count() FROM system.trace_log WHERE query_id = %(id)s", {"id": query_id}
+        )
+        return bool(rows[0][0])
 
     def query_log(
         self, query_ids: Sequence[str], capabilities: Capabilities
@@ -125,3 +173,11 @@ class ControlClient:
             )
             for r in rows
         ]
+
+
+def profile_events_form(columns: set[str]) -> str:
+    """ "map" when query_log has the ProfileEvents Map (modern servers also show
+    ProfileEvents.Names/.Values beside it as ALIAS columns), else "arrays"."""
+    if "ProfileEvents" in columns:
+        return "map"
+    return "arrays"

@@ -133,12 +133,12 @@ class Measurer:
             for executor in executors.values():
                 executor.close()
 
-    def measure(self, test: TestDef, query: TestQuery) -> None:
+    def measure(self, test: TestDef, query: TestQuery, sides_set_up: Sequence[str] = SIDES) -> None:
         settings = dict(test.settings)
         # Every process gets its own prewarm run: its caches are its own.
         sides = [
             side
-            for side in SIDES
+            for side in sides_set_up
             if all(
                 self._execute(test, query, process, side, PREWARM_LABEL, settings, STAGE_PREWARM)
                 is not None
@@ -185,9 +185,12 @@ class Measurer:
         self, runs: int, times: dict[str, list[float]]
     ) -> tuple[StopDecision | None, bool]:
         """The stop rule's decision (None in the fixed mode) and whether it looked at the
-        statistics (a chDB evaluation). With one side left there is nothing to compare: run on."""
+        statistics (a chDB evaluation). With one side left there is nothing to compare: it stops
+        at min_runs."""
         if self.stop_rule is None or self.judge is None:
             return None, False
+        if runs >= self.stop_rule.min_runs and sum(1 for t in times.values() if t) == 1:
+            return StopDecision(True, "measured on one side only: nothing to compare"), False
         spent = sum(sum(t) for t in times.values())
         stats = None
         looked = is_checkpoint(self.stop_rule, runs) and all(times.values())

@@ -1,6 +1,7 @@
 """Profile runs, after the measured runs: folded stacks of each server running one query, from
-`system.trace_log` (query profiler on for these runs only) or, on servers without it (the 18.16
-package), `perf record` on its PID folded with `inferno-collapse-perf`. ABBA order, as measured."""
+`system.trace_log` (query profiler on for these runs only) or, on servers whose profiler does
+not sample (18.16 has no trace_log; the chdb engine never samples), `perf record` on its PID
+folded with `inferno-collapse-perf`. ABBA order, as measured."""
 
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ class Profiler:
         self.records: list[ProfileRecord] = []
         self.problems: list[str] = []
         self.unavailable: str | None = None
-        uses_perf = not all(pair.side(s).capabilities.trace_log for s in SIDES)
+        uses_perf = not all(pair.side(s).capabilities.query_profiler for s in SIDES)
         if uses_perf:
             self.unavailable = perf_unavailable_reason()
         (out / PROFILES_DIR).mkdir(exist_ok=True)
@@ -176,7 +177,7 @@ class Profiler:
         try:
             for side in SIDES:
                 server = self.pair.side(side)
-                if not server.capabilities.trace_log:
+                if not server.capabilities.query_profiler:
                     data = (
                         self.out
                         / PROFILES_DIR
@@ -214,7 +215,7 @@ class Profiler:
         return ids
 
     def _profiler_settings(self, side: str) -> dict[str, str]:
-        if not self.pair.side(side).capabilities.trace_log:
+        if not self.pair.side(side).capabilities.query_profiler:
             return {}
         return {
             "query_profiler_cpu_time_period_ns": str(TRACE_LOG_PERIOD_NS),

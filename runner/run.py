@@ -15,6 +15,7 @@ from artifacts.manifest import CHPERF_VERSION, COMPLETE, INTERRUPTED, RunManifes
 from artifacts.outdir import prepare_out_dir
 from artifacts.tables import (
     BOTH,
+    SIDES,
     STAGE_PARSE,
     STAGE_SETUP,
     STAGE_TEARDOWN,
@@ -35,7 +36,7 @@ from runner.progress import Progress
 from runner.selection import LoadedTests, load_tests, selected_queries
 from runner.servers import ServerPair, started_server_sets
 from runner.statements import DROP_KINDS, SETUP_KINDS, on_every_server, settle_all, statements
-from runner.testdef import Statement, TestDef
+from runner.testdef import Statement, TestDef, TestQuery
 
 # Interim verdicts that get profile runs by default: what a developer will want explained.
 PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE})
@@ -172,15 +173,18 @@ class Run:
             return False
         if not queries:
             return False
-        status, reason = "ran", ""
         self._on_every_server(measurer, test, statements(test, DROP_KINDS), stage=None)
-        if self._on_every_server(measurer, test, statements(test, SETUP_KINDS), STAGE_SETUP):
+        sides = self._set_up(measurer, test, queries)
+        status, reason = "ran", ""
+        if sides:
+            if len(sides) < len(SIDES):
+                reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
             progress.activity(test.name, "setup done, waiting for background merges")
             for warning in settle_all(measurer.sets, test):
                 self._warn(warning)
             for q in queries:
                 progress.start_query(test.name, q.index)
-                measurer.measure(test, q)
+                measurer.measure(test, q, sides)
                 progress.end_query()
             measurer.collect_query_log(test.name)
         else:
@@ -190,29 +194,55 @@ class Run:
         self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
         return status == "ran"
 
+    def _set_up(
+        self, measurer: Measurer, test: TestDef, queries: tuple[TestQuery, ...]
+    ) -> tuple[str, ...]:
+        """Create and fill on every server; the sides where that worked. A setup that fails
+        on one side only (a setting or function that server lacks) is each query's failure
+        on that side, and the queries run on the other: partial, not an error of the test."""
+        errors = self._on_every_server(measurer, test, statements(test, SETUP_KINDS), STAGE_SETUP)
+        first: dict[str, ErrorRow] = {}
+        for error in errors:
+            first.setdefault(error.server, error)
+        sides = tuple(side for side in SIDES if side not in first)
+        for error in first.values():
+            if not sides:
+                self.writers.errors.write(error)
+                continue
+            for q in queries:
+                self.writers.errors.write(dataclasses.replace(error, query_index=q.index))
+        return sides
+
     def _warn(self, message: str) -> None:
         print(f"chperf: warning: {message}", file=sys.stderr)
         self.manifest.warn(message)
 
     def _teardown(self, measurer: Measurer, test: TestDef) -> None:
         if self.options.long or not test.is_long:
-            self._on_every_server(measurer, test, statements(test, DROP_KINDS), STAGE_TEARDOWN)
+            errors = self._on_every_server(
+                measurer, test, statements(test, DROP_KINDS), STAGE_TEARDOWN
+            )
+            for error in errors:
+                self.writers.errors.write(error)
 
     def _on_every_server(
         self, measurer: Measurer, test: TestDef, queries: tuple[Statement, ...], stage: str | None
-    ) -> bool:
-        """Setup/teardown statements on every server: failures recorded, servers that stopped
-        answering restarted. False when any failed."""
-        ok = True
+    ) -> list[ErrorRow]:
+        """Setup/teardown statements on every server; servers that stopped answering are
+        restarted. The failures, for the caller to record."""
+        errors = []
         for outcome in on_every_server(measurer.sets, test, queries, stage):
             process, side = outcome.server
             if outcome.error is not None:
-                self.writers.errors.write(outcome.error)
-                ok = False
+                errors.append(outcome.error)
             if outcome.gone is not None:
                 where = f"during {test.name} {stage or 'drop'} queries"
                 measurer.recover(side, test.name, WHOLE_TEST, where, outcome.gone.message, process)
-        return ok
+        return errors
+
+
+def _other(sides: tuple[str, ...]) -> str:
+    return next(side for side in SIDES if side not in sides)
 
 
 def pinned(options: RunOptions, loaded: LoadedTests) -> RunOptions:

@@ -45,11 +45,17 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the server can do, detected from its system tables, never from its version."""
+    """What the server can do, probed from its system tables and a sample query, never
+    assumed from its version."""
 
-    trace_log: bool
-    profile_events: str  # "map" (modern) or "arrays" (ProfileEvents.Names/Values, old)
+    trace_log: bool  # system.trace_log exists
+    profile_events: str  # "map" (the ProfileEvents Map) or "arrays" (ProfileEvents.Names/Values)
     optimize_throw_if_noop: bool = False  # the setting exists (runner/settle.py)
+    query_profiler: bool = False  # a probe query left samples in trace_log
+    asynchronous_metrics: bool = False  # system.asynchronous_metrics exists
+    # What chperf reads or sets that this server lacks: query_log columns, settings.
+    missing_query_log_columns: tuple[str, ...] = ()
+    unknown_settings: tuple[str, ...] = ()
 
 
 @dataclass

@@ -25,12 +25,29 @@ def installed_server() -> Path | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def server_binary() -> Path:
-    binary = installed_server()
-    if binary is None:  # `make setup` installs it; a test run without it is a broken setup
-        pytest.fail("clickhouse-server is not installed; run `make setup`")
-    return binary
+# The server binaries the end-to-end tests run against: Debian's 18.16 package and the 26.9
+# engine fixture (fixtures/chdb_server.py, installed by `make setup` as tools/bin/...).
+MODERN_26_9 = REPO / "tools" / "bin" / "clickhouse-chdb-26.9"
+MODERN_26_7 = REPO / "tools" / "bin" / "clickhouse-chdb-26.7"
+ENGINES = ("18.16", "26.9")
+
+
+def engine_binary(engine: str) -> Path:
+    if engine == "18.16":
+        binary = installed_server()
+        if binary is None:  # `make setup` installs it; a test run without it is a broken setup
+            pytest.fail("clickhouse-server is not installed; run `make setup`")
+        return binary
+    modern = {"26.9": MODERN_26_9, "26.7": MODERN_26_7}[engine]
+    if not modern.is_file():
+        pytest.fail(f"{modern} is missing; run `make setup`")
+    return modern
+
+
+@pytest.fixture(scope="session", params=ENGINES)
+def server_binary(request: pytest.FixtureRequest) -> Path:
+    """Each end-to-end test runs on both engines."""
+    return engine_binary(str(request.param))
 
 
 @dataclass(frozen=True)

@@ -74,3 +74,18 @@ def test_profiling_a_server_whose_profiler_never_samples_does_not_decide_the_che
     assert profiles or unavailable  # flame graphs from perf, or the reason there are none
     assert all(p["kind"] == "perf" for p in profiles)
     assert "errors while building the report" not in (out / "report.html").read_text()
+
+
+def test_two_modern_engine_versions_compare_side_by_side(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = run_chperf(
+        ["run", "--reference", str(engine_binary("26.7")), "--patched", str(engine_binary("26.9")),
+         "--tests", str(MODERN / "both_sides.xml"), "--runs", "7", "--no-profile",
+         "--out", str(out)]
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    servers = json.loads((out / "run.json").read_text())["servers"]
+    assert servers["reference"]["version"].startswith("26.7.")
+    assert servers["patched"]["version"].startswith("26.9.")
+    (verdict,) = read_verdicts(out).rows
+    assert verdict.runs_reference == verdict.runs_patched == 7

@@ -6,6 +6,7 @@ Fails closed: without a readable summary.json the status is "error", never "succ
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +36,10 @@ class SummaryOptions:
 
 
 @dataclass(frozen=True)
-class QueryLine:
-    test: str
-    query_index: int
-    verdict: str
-    reference_median: float | None
-    patched_median: float | None
-    threshold: float | None
-    file: str  # the test file, "" when unknown
+class QueryLine(SummaryQuery):
+    """A query of summary.json with its test file, for annotations."""
+
+    file: str = ""  # "" when unknown
 
 
 @dataclass(frozen=True)
@@ -82,15 +79,7 @@ def load(out: Path, options: SummaryOptions) -> CheckSummary:
 
 
 def _line(q: SummaryQuery, files: dict[str, str]) -> QueryLine:
-    return QueryLine(
-        test=q.test,
-        query_index=q.query_index,
-        verdict=q.verdict,
-        reference_median=q.reference_median,
-        patched_median=q.patched_median,
-        threshold=q.threshold,
-        file=files.get(q.test, ""),
-    )
+    return QueryLine(**dataclasses.asdict(q), file=files.get(q.test, ""))
 
 
 def _ordered(lines: list[QueryLine]) -> list[QueryLine]:

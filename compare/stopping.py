@@ -161,10 +161,7 @@ def _discovery(look: Look) -> StopDecision | None:
     if not (look.looks_changed and rule.fdr_q is not None and s.significant):
         return None
     level = discovery_level(rule, look.discoveries)
-    if s.p_value > level:
-        return None
-    figures = f"D {s.diff:+.1%}, p {s.p_value:.2g}, discovery level {level:.2g}"
-    return StopDecision(True, f"settled changed ({figures})", discovery=True)
+    return None if s.p_value > level else _settled_changed(s, level)
 
 
 def _noisy(look: Look) -> StopDecision | None:
@@ -219,9 +216,16 @@ def _above_discovery_level(look: Look) -> StopDecision | None:
     if not look.looks_changed or rule.fdr_q is None:
         return None
     level = discovery_level(rule, look.discoveries)
+    if s.p_value <= level:
+        return _settled_changed(s, level)
     figures = f"D {s.diff:+.1%}, p {s.p_value:.2g}, discovery level {level:.2g}"
-    if s.p_value > level:
-        return StopDecision(False, f"looks changed, p above the discovery level ({figures})")
+    return StopDecision(False, f"looks changed, p above the discovery level ({figures})")
+
+
+def _settled_changed(s: SeriesStats, level: float) -> StopDecision:
+    """Rule 4: the p-value is at most the discovery level, so the change is a BH discovery."""
+    assert s.diff is not None
+    figures = f"D {s.diff:+.1%}, p {s.p_value:.2g}, discovery level {level:.2g}"
     return StopDecision(True, f"settled changed ({figures})", discovery=True)
 
 

@@ -22,6 +22,17 @@ STAGE_RUN = "run"
 STAGE_TEARDOWN = "teardown"
 STAGE_SERVER = "server"  # a server died, hung or was restarted
 STAGE_QUERY_LOG = "query_log"
+# A run or prewarm over its time limit (max_execution_time, or the client's timeout): the query
+# keeps the runs it has and is "too long".
+STAGE_TOO_LONG = "too long"
+# Not measured: the suite or test budget ran out, or the run was interrupted or stopped.
+STAGE_NOT_RUN = "not run"
+
+# tests.tsv statuses.
+TEST_RAN = "ran"
+TEST_SKIPPED = "skipped"
+TEST_ERROR = "error"
+TEST_NOT_RUN = "not run"
 
 REFERENCE = "reference"
 PATCHED = "patched"

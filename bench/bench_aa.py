@@ -27,6 +27,7 @@ from bench.runs import (
     chperf_run,
     pair_noise,
     same_pace_ratio,
+    side_bias,
     slowest_tests,
 )
 from compare.calibration import read_calibration
@@ -68,6 +69,11 @@ def main() -> None:
         f"client time {result.client_seconds:.1f} s; {same_pace_ratio(result):.2f} of 15 runs a "
         f"query at the same per-query pace; machine noise {pair_noise(result):.3f}: the median "
         f"sd of ln(patched/reference) over each query's first 7 pairs)"
+    )
+    bias = side_bias(args.out)
+    print(
+        "side bias, mean ln(reference / patched) over all pairs (0 up to noise in an A/A): "
+        + ", ".join(f"{name} {value:+.2%}" for name, value in bias.items())
     )
     print(f"servers: {result.placement()}")
     print("slowest tests: " + ", ".join(f"{t} {s:.1f} s" for t, s in slowest_tests(args.out, 5)))

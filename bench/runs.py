@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from artifacts.manifest import read_manifest
-from artifacts.tables import QUERIES, RUNS, TESTS
+from artifacts.tables import QUERIES, REFERENCE, RUNS, TESTS
 from artifacts.tsv import read_table
 from compare.evidence import gather
 from compare.noise import pair_spread
+from runner.schedule import abba_pair
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK_TESTS = REPO / "tests" / "data" / "runner_small"
@@ -172,3 +174,26 @@ def truth_spread(first: dict[Key, float], second: dict[Key, float]) -> tuple[flo
     if not gaps:
         return float("nan"), float("nan")
     return statistics.median(gaps), gaps[min(len(gaps) - 1, int(len(gaps) * 0.9))]
+
+
+def side_bias(run: Path) -> dict[str, float]:
+    """How much slower the reference ran than the patched server, as the mean of
+    ln(reference / patched) over all pairs of all queries, in total and by the pair's place in
+    its block of two (first/second) and by which side went first (under the current
+    runner/schedule.py). In an A/A every figure is
+    0 up to noise; a position or a side that is consistently slower shows here before it shows
+    as a false "changed"."""
+    groups: dict[str, list[float]] = collections.defaultdict(list)
+    for pairs in run_pairs(run).values():
+        for n, (reference, patched) in enumerate(pairs):
+            if reference <= 0 or patched <= 0:
+                continue
+            value = math.log(reference / patched)
+            groups["all"].append(value)
+            groups["first pair of a block" if n % 2 == 0 else "second pair of a block"].append(
+                value
+            )
+            groups[
+                "reference first" if abba_pair(n)[0].side == REFERENCE else "patched first"
+            ].append(value)
+    return {name: statistics.fmean(values) for name, values in groups.items() if values}

@@ -10,13 +10,9 @@ import traceback
 from collections.abc import Sequence
 from types import FrameType
 
-from artifacts.errors import ChperfError, ExitCode
+from artifacts.errors import ChperfError, ExitCode, Terminated
 from chperf.commands import COMMANDS
 from chperf.parser import build_parser
-
-
-class Terminated(BaseException):
-    """SIGTERM, turned into an exception so every `finally` runs (servers stop)."""
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

@@ -8,7 +8,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from artifacts.errors import ChperfError, ExitCode
+from artifacts.errors import ChperfError, ExitCode, Terminated
+from artifacts.manifest import MANIFEST
 from artifacts.outdir import prepare_out_dir
 from chperf import lint, options
 from ci import merge
@@ -23,7 +24,16 @@ MAX_PRINTED_FAILURES = 20
 
 def cmd_run(args: argparse.Namespace) -> int:
     run_options = options.run_options(args)
-    run(run_options)
+    try:
+        run(run_options)
+    except (KeyboardInterrupt, Terminated):
+        # The servers are stopped and what was measured is on disk: judge it, so the summary
+        # and the report list every test (what was not reached as "not run"), then exit
+        # with the signal's code. Further signals are ignored until then (chperf/cli.py).
+        if (run_options.out / MANIFEST).exists():
+            print("chperf: comparing what was measured before the interrupt", file=sys.stderr)
+            analyze(run_options.out, options.compare_options(args))
+        raise
     print(f"chperf: artifacts in {run_options.out}", file=sys.stderr)
     return analyze(run_options.out, options.compare_options(args))
 

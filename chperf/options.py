@@ -15,6 +15,7 @@ from ci.shard import read_weights, select_paths
 from compare.compare import CompareOptions
 from compare.stopping import StopRule
 from compare.verdict import Thresholds
+from runner.budget import Limits
 from runner.options import RunOptions, ShardSelection
 from runner.profiler import ProfileOptions
 from runner.server import ServerSpec, default_server_binary
@@ -80,7 +81,13 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         thresholds=compare.thresholds,
         method=compare.method,
         long=args.long,
-        max_query_seconds=args.max_query_seconds,
+        limits=Limits(
+            prewarm_seconds=args.prewarm_seconds,
+            run_seconds=args.max_query_seconds,
+            query_seconds=args.query_budget,
+            test_seconds=args.test_budget,
+            suite_seconds=args.budget,
+        ),
         keep_servers_dir=args.keep_servers_dir,
         servers_dir=args.servers_dir,
         force=args.force,
@@ -113,6 +120,7 @@ def stop_rule(args: argparse.Namespace, compare: CompareOptions) -> StopRule:
         target=compare.thresholds.min_effect,
         min_effect=compare.thresholds.min_effect,
         fdr_q=compare.fdr,
+        budget_seconds=args.query_budget,
         unstable_threshold=compare.thresholds.unstable_threshold,
     )
     if rule.min_runs > rule.max_runs:

@@ -13,6 +13,7 @@ from compare.paired import METHODS
 from compare.stopping import StopRule
 from compare.verdict import MIN_EFFECT, UNSTABLE_THRESHOLD
 from runner import pinning
+from runner.budget import Limits, parse_duration
 from runner.options import RunOptions
 from runner.profiler import ProfileOptions
 
@@ -155,10 +156,44 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
     p.add_argument(
         "--max-query-seconds",
-        type=float,
-        default=RunOptions.max_query_seconds,
+        type=_seconds,
+        default=Limits.run_seconds,
         metavar="S",
-        help="max_execution_time of every measured run; a run over it is a recorded failure",
+        help="limit of one measured run (server max_execution_time, then the client cancels); "
+        "a query over it keeps its runs and is 'too long'; a test's max_query_seconds "
+        "attribute replaces it and --prewarm-seconds",
+    )
+    p.add_argument(
+        "--prewarm-seconds",
+        type=_seconds,
+        default=Limits.prewarm_seconds,
+        metavar="S",
+        help="limit of one prewarm run; a prewarm over --max-query-seconds makes the query "
+        "'too long' without measured runs",
+    )
+    p.add_argument(
+        "--query-budget",
+        type=_seconds,
+        default=Limits.query_seconds,
+        metavar="S",
+        help="measured time of one query, both sides, after which it stops (once it has the "
+        "runs a verdict needs)",
+    )
+    p.add_argument(
+        "--test-budget",
+        type=_duration,
+        default=Limits.test_seconds,
+        metavar="TIME",
+        help="time of one test, setup included, e.g. 10m; the queries it does not reach are "
+        "'not run'",
+    )
+    p.add_argument(
+        "--budget",
+        type=_duration,
+        default=None,
+        metavar="TIME",
+        help="time of the whole run, e.g. 30m or 1h30m (default: none); what it does not "
+        "reach is 'not run' and the check is incomplete (exit 4); compare and report follow",
     )
     p.add_argument(
         "--keep-servers-dir",
@@ -253,6 +288,23 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text}: expected a positive integer")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: expected a positive number of seconds")
+    return value
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def _fraction(text: str) -> float:

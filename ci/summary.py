@@ -53,6 +53,29 @@ class CheckSummary:
     servers: str  # one line about the two servers and the runs
 
 
+_TITLES = {
+    "success": "passed",
+    "failure": "failed",
+    "incomplete": "incomplete",
+    "error": "could not run",
+}
+_STATUS_CODES = {
+    "success": ExitCode.OK,
+    "failure": ExitCode.CHECK_FAILED,
+    "incomplete": ExitCode.INCOMPLETE,
+}
+# Which exit code wins when the command's and the summary's differ: an incomplete check is
+# better news than a failed one, which is better than one that could not run.
+_SEVERITY = (ExitCode.OK, ExitCode.INCOMPLETE, ExitCode.CHECK_FAILED)
+
+
+def _worst(first: int, second: int) -> int:
+    def rank(code: int) -> int:
+        return _SEVERITY.index(ExitCode(code)) if code in _SEVERITY else len(_SEVERITY) + code
+
+    return max(first, second, key=rank)
+
+
 def load(out: Path, options: SummaryOptions) -> CheckSummary:
     found = read_summary(out)
     manifest = load_manifest(out).data
@@ -64,9 +87,9 @@ def load(out: Path, options: SummaryOptions) -> CheckSummary:
         return CheckSummary("error", code, message, (), (), (), _servers(manifest))
     files = {t.test: t.file for t in read_table(out, TESTS).rows}
     lines = [_line(q, files) for q in summary.queries]
-    derived = ExitCode.OK if summary.status == "success" else ExitCode.CHECK_FAILED
-    code = max(options.exit_code, int(derived))
-    status = {0: "success", 1: "failure"}.get(code, "error")
+    derived = _STATUS_CODES.get(summary.status, ExitCode.CHECK_FAILED)
+    code = _worst(options.exit_code, int(derived))
+    status = {0: "success", 1: "failure", 4: "incomplete"}.get(code, "error")
     return CheckSummary(
         status=status,
         exit_code=code,
@@ -103,9 +126,6 @@ def _servers(manifest: dict[str, Any] | None) -> str:
     runs = (manifest.get("options") or {}).get("runs")
     shards = len(manifest.get("shards") or []) or 1
     return f"{side('reference')} vs {side('patched')}; {runs} runs per side; {shards} shard(s)"
-
-
-_TITLES = {"success": "passed", "failure": "failed", "error": "could not run"}
 
 
 def status_line(s: CheckSummary) -> str:

@@ -49,17 +49,27 @@ from compare.verdict import (
 
 SUCCESS = "success"
 FAILURE = "failure"
+INCOMPLETE = "incomplete"  # nothing failed, but some queries were not run
 
 # The order of the verdicts in the summary message: what needs attention first.
 _MESSAGE_ORDER = (
     Verdict.SLOWER,
     Verdict.FASTER,
     Verdict.UNSTABLE,
+    Verdict.TOO_LONG,
     Verdict.PARTIAL,
     Verdict.ERROR,
+    Verdict.NOT_RUN,
     Verdict.SKIPPED,
     Verdict.UNCHANGED,
 )
+
+
+STATUS_EXIT_CODES = {
+    SUCCESS: ExitCode.OK,
+    FAILURE: ExitCode.CHECK_FAILED,
+    INCOMPLETE: ExitCode.INCOMPLETE,
+}
 
 
 @dataclass(frozen=True)
@@ -74,7 +84,7 @@ class CompareOptions:
 
 @dataclass(frozen=True)
 class CompareResult:
-    status: str  # "success" or "failure", as in summary.json
+    status: str  # "success", "failure" or "incomplete", as in summary.json
     message: str  # the summary.json message, e.g. "2 slower, 1 faster, 40 unchanged"
     counts: dict[str, int] = field(default_factory=dict)  # verdict value -> queries
     failures: tuple[str, ...] = ()  # why the check failed, one line each; empty on success
@@ -82,7 +92,7 @@ class CompareResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.status == SUCCESS else ExitCode.CHECK_FAILED
+        return STATUS_EXIT_CODES[self.status]
 
 
 def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
@@ -303,8 +313,10 @@ def judge(
     parts = [f"{counts[v.value]} {v.value}" for v in _MESSAGE_ORDER if counts[v.value]]
     message = "; ".join([", ".join(parts) or "no queries", *suite_failures, *notes])
     failures = (*query_failures, *suite_failures)
+    not_run = counts[Verdict.NOT_RUN.value]
+    status = FAILURE if failures else INCOMPLETE if not_run else SUCCESS
     return CompareResult(
-        status=FAILURE if failures else SUCCESS,
+        status=status,
         message=message,
         counts={v.value: counts[v.value] for v in Verdict},
         failures=failures,
@@ -316,6 +328,8 @@ def _suite_failures(
 ) -> list[str]:
     """Fail closed: nothing measured, a side that never ran, damage not tied to a query."""
     failures = [p.text for p in problems if p.fails_check]
+    if verdicts and all(v.verdict is Verdict.NOT_RUN for v in verdicts):
+        return failures  # stopped before the first query: incomplete, not failed
     if not any(v.stats is not None for v in verdicts):
         failures.append("no query was measured on both sides")
     failures.extend(f"no {side} runs at all" for side in SIDES if not evidence.runs_per_side[side])

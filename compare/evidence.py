@@ -17,11 +17,16 @@ from artifacts.tables import (
     REFERENCE,
     RUNS,
     SIDES,
+    STAGE_NOT_RUN,
     STAGE_PARSE,
     STAGE_PREWARM,
     STAGE_RUN,
     STAGE_SERVER,
     STAGE_SETUP,
+    STAGE_TOO_LONG,
+    TEST_ERROR,
+    TEST_NOT_RUN,
+    TEST_SKIPPED,
     TESTS,
     WHOLE_TEST,
     ErrorRow,
@@ -38,9 +43,7 @@ QueryKey = tuple[str, int]  # (test, query_index)
 # The errors.tsv stages that affect a verdict; teardown and query_log errors do not.
 _TEST_STAGES = (STAGE_PARSE, STAGE_SETUP, STAGE_SERVER)
 # A setup error of one query: the setup failed on one side only (runner/run.py).
-_QUERY_STAGES = (STAGE_SETUP, STAGE_PREWARM, STAGE_RUN, STAGE_SERVER)
-_TEST_STATUS_SKIPPED = "skipped"
-_TEST_STATUS_ERROR = "error"
+_QUERY_STAGES = (STAGE_SETUP, STAGE_PREWARM, STAGE_RUN, STAGE_SERVER, STAGE_TOO_LONG, STAGE_NOT_RUN)
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,7 @@ def _evidence(key: QueryKey, q: _Query) -> QueryEvidence:
 def _test_row(test: str, row: TestRow | None) -> QueryEvidence:
     """The one verdict row of a test without queries (skipped, or failed before its queries)."""
     problems: tuple[str, ...] = ()
-    if row is not None and row.status not in (_TEST_STATUS_SKIPPED, _TEST_STATUS_ERROR):
+    if row is not None and row.status not in (TEST_SKIPPED, TEST_ERROR, TEST_NOT_RUN):
         problems = (f"{TESTS.file}: the test has status {row.status!r} but no queries",)
     return QueryEvidence(test, WHOLE_TEST, "", None, problems=problems)
 
@@ -211,9 +214,11 @@ def _test_row(test: str, row: TestRow | None) -> QueryEvidence:
 def _with_test_status(
     evidence: QueryEvidence, test: TestRow | None, failures: list[Failure]
 ) -> QueryEvidence:
-    if test is not None and test.status == _TEST_STATUS_SKIPPED:
+    if test is not None and test.status == TEST_SKIPPED:
         return replace(evidence, skipped_reason=test.reason or "no reason given")
-    if test is not None and test.status == _TEST_STATUS_ERROR and not failures:
+    if test is not None and test.status == TEST_NOT_RUN:
+        return replace(evidence, not_run_reason=test.reason or "no reason given")
+    if test is not None and test.status == TEST_ERROR and not failures:
         failures = [Failure("both", "test", test.reason or "no reason given")]
     return replace(evidence, test_failures=tuple(failures))
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from artifacts.tables import PATCHED, REFERENCE, STAGE_PARSE, STAGE_RUN, STAGE_SERVER
+from artifacts.tables import (
+    PATCHED,
+    REFERENCE,
+    STAGE_NOT_RUN,
+    STAGE_PARSE,
+    STAGE_RUN,
+    STAGE_SERVER,
+    STAGE_TOO_LONG,
+)
 from compare.bootstrap import CONFIDENCE, RatioInterval
 from compare.randomization import SeriesStats
 
@@ -44,6 +52,8 @@ class Verdict(Enum):
     PARTIAL = "partial"
     ERROR = "error"
     SKIPPED = "skipped"
+    TOO_LONG = "too long"  # a run over its time limit; fails the check on the patched side only
+    NOT_RUN = "not run"  # a budget ran out or the run stopped first: the check is incomplete
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ class QueryEvidence:
     query: str
     max_ignored_relative_change: float | None
     skipped_reason: str | None = None  # the test was skipped (tests.tsv)
+    not_run_reason: str | None = None  # the test was never started (tests.tsv "not run")
     test_failures: tuple[Failure, ...] = ()  # errors of the whole test (parse, setup)
     failures: tuple[Failure, ...] = ()  # errors of this query (prewarm, run, server)
     problems: tuple[str, ...] = ()  # damaged artifacts concerning this query
@@ -112,8 +123,14 @@ class QueryVerdict:
 def classify(evidence: QueryEvidence, thresholds: Thresholds) -> QueryVerdict:
     if evidence.skipped_reason is not None:
         return _verdict(evidence, Verdict.SKIPPED, f"skipped: {evidence.skipped_reason}", False)
+    not_run = evidence.not_run_reason or _stage_messages(evidence.failures, STAGE_NOT_RUN)
+    if not_run:
+        return _verdict(evidence, Verdict.NOT_RUN, f"not run: {not_run}", False)
     if evidence.test_failures:
         return _failed_test(evidence)
+    too_long = [f for f in evidence.failures if f.stage == STAGE_TOO_LONG]
+    if too_long:
+        return _too_long(evidence, tuple(too_long))
     if evidence.failures:
         return _failed_query(evidence)
     problem = _measurement_problem(evidence)
@@ -131,6 +148,26 @@ def min_effect_for(evidence: QueryEvidence, thresholds: Thresholds) -> float:
         evidence.max_ignored_relative_change or 0.0,
         evidence.calibrated_min_effect or 0.0,
     )
+
+
+def ignores_changes(evidence: QueryEvidence) -> bool:
+    """A test's max_ignored_relative_change of 1.0 or more: no change of its queries fails
+    the check (a speedup cannot reach -100%; the authors opted the test out)."""
+    return (evidence.max_ignored_relative_change or 0.0) >= 1.0
+
+
+def _stage_messages(failures: tuple[Failure, ...], stage: str) -> str:
+    return "; ".join(dict.fromkeys(f.message for f in failures if f.stage == stage))
+
+
+def _too_long(evidence: QueryEvidence, failures: tuple[Failure, ...]) -> QueryVerdict:
+    """Over the time limit: the runs it has are kept but not judged. Only the patched side
+    going over fails the check: the patch made it that slow."""
+    sides = _failed_sides(failures)
+    where = "both sides" if len(sides) == 2 else f"the {next(iter(sides))} side only"
+    details = "; ".join(str(f) for f in failures)
+    reason = f"too long on {where}: {details}"
+    return _verdict(evidence, Verdict.TOO_LONG, reason, sides == {PATCHED})
 
 
 def _failed_test(evidence: QueryEvidence) -> QueryVerdict:
@@ -196,7 +233,13 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
         elif evidence.fdr is None or evidence.fdr.discovery:
             each = _per_process(stats)
             reason = f"{verdict.value}: |D| >= T and |D| >= min effect{each} ({figures})"
-            return _verdict(evidence, verdict, reason, verdict is Verdict.SLOWER, min_effect)
+            fails = verdict is Verdict.SLOWER and not ignores_changes(evidence)
+            if verdict is Verdict.SLOWER and not fails:
+                reason += (
+                    f"; does not fail the check: the test sets max_ignored_relative_change="
+                    f"{evidence.max_ignored_relative_change:g} (1.0 or more: never fail)"
+                )
+            return _verdict(evidence, verdict, reason, fails, min_effect)
         else:
             held_back = f"; would be {verdict.value}, but {_not_discovered(evidence.fdr, stats)}"
             why_held = "not a discovery at the false-discovery rate"

@@ -29,9 +29,20 @@ Key = tuple[str, int]
 
 CHANGED = ("slower", "faster")
 DETAILED = (*CHANGED, "unstable")  # queries that get a plot and a metrics table
-FAILED = ("partial", "error")
+FAILED = ("partial", "error", "too long")
+NOT_MEASURED = ("skipped", "not run")
 MEASURED = (*DETAILED, "unchanged")  # verdicts whose medians enter the geometric mean
-VERDICT_ORDER = ("slower", "faster", "unstable", "partial", "error", "unchanged", "skipped")
+VERDICT_ORDER = (
+    "slower",
+    "faster",
+    "unstable",
+    "partial",
+    "error",
+    "too long",
+    "unchanged",
+    "not run",
+    "skipped",
+)
 NOT_COMPARED = "not compared"  # a query in queries.tsv without a row in verdicts.tsv
 
 # Client time above server time by more than this: result transfer or client overhead
@@ -368,11 +379,13 @@ def _test_chart(inputs: Inputs, queries: Sequence[QueryView], tables: _Tables) -
 
 def _skipped(inputs: Inputs) -> tuple[SkippedView, ...]:
     whole = [
-        SkippedView(t.test, "whole test", t.reason) for t in inputs.tests if t.status == "skipped"
+        SkippedView(t.test, "whole test", f"{t.status}: {t.reason}")
+        for t in inputs.tests
+        if t.status in NOT_MEASURED
     ]
     skipped_tests = {s.test for s in whole}
     for v in inputs.verdicts:
-        if v.verdict != "skipped" or v.test in skipped_tests:
+        if v.verdict not in NOT_MEASURED or v.test in skipped_tests:
             continue
         if v.query_index == WHOLE_TEST:
             whole.append(SkippedView(v.test, "whole test", v.reason))

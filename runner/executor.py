@@ -4,7 +4,9 @@ a Python object: client overhead stays well under 1 ms (bench/bench_harness.py).
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
+import math
 import re
 import time
 import urllib.parse
@@ -35,6 +37,8 @@ class QueryOutcome:
     message: str = ""
     server_gone: bool = False  # refused, reset or timed out: the server may be dead or hung
     stale: bool = False  # failed before the server could have read the query
+    timed_out: bool = False  # the client gave up waiting (its timeout, beyond the server's)
+    limit: float = 0.0  # the time limit the execution ran under
 
     @property
     def ok(self) -> bool:
@@ -61,24 +65,37 @@ class HttpExecutor:
             )
         return self._connection
 
-    def execute(self, sql: str, query_id: str, settings: Mapping[str, str]) -> QueryOutcome:
+    def execute(
+        self,
+        sql: str,
+        query_id: str,
+        settings: Mapping[str, str],
+        limit: float | None = None,
+    ) -> QueryOutcome:
+        """Run one statement under `limit` seconds (default: this executor's), enforced by the
+        server (max_execution_time, whole seconds) and by the client's receive timeout."""
+        seconds = self.max_query_seconds if limit is None else limit
         params = {
             **settings,
             "query_id": query_id,
-            "max_execution_time": str(int(self.max_query_seconds)),
+            "max_execution_time": str(max(1, math.ceil(seconds))),
         }
         target = "/?" + urllib.parse.urlencode(params)
         body = sql.encode("utf-8")
         reused = self._connection is not None
-        outcome = self._attempt(target, body)
+        outcome = self._attempt(target, body, seconds)
         if outcome.server_gone and reused and outcome.stale:
             # The server closed an idle keep-alive connection before it saw this query:
             # the query never ran, so sending it again on a new connection is safe.
-            outcome = self._attempt(target, body)
+            outcome = self._attempt(target, body, seconds)
         return outcome
 
-    def _attempt(self, target: str, body: bytes) -> QueryOutcome:
+    def _attempt(self, target: str, body: bytes, limit: float) -> QueryOutcome:
         connection = self._connect()
+        timeout = client_timeout(limit)
+        connection.timeout = timeout
+        if connection.sock is not None:
+            connection.sock.settimeout(timeout)
         start = time.perf_counter()
         sent = False
         try:
@@ -95,10 +112,12 @@ class HttpExecutor:
                 message=f"{type(e).__name__}: {e}",
                 server_gone=True,
                 stale=stale,
+                timed_out=sent and isinstance(e, TimeoutError),
+                limit=limit,
             )
         if response.status != 200:
-            return _error_outcome(elapsed, tail, response)
-        return QueryOutcome(elapsed)
+            return dataclasses.replace(_error_outcome(elapsed, tail, response), limit=limit)
+        return QueryOutcome(elapsed, limit=limit)
 
 
 def _drain(response: http.client.HTTPResponse) -> bytes:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from artifacts.errors import InfrastructureError
 from artifacts.tables import (
+    BOTH,
     ERRORS,
     PATCHED,
     PROFILE_EVENTS,
@@ -18,10 +19,12 @@ from artifacts.tables import (
     REFERENCE,
     RUNS,
     SIDES,
+    STAGE_NOT_RUN,
     STAGE_PREWARM,
     STAGE_QUERY_LOG,
     STAGE_RUN,
     STAGE_SERVER,
+    STAGE_TOO_LONG,
     STOPS,
     TESTS,
     ErrorRow,
@@ -34,9 +37,18 @@ from artifacts.tsv import TableWriter
 from compare.interim import InterimJudge
 from compare.randomization import Samples
 from compare.stopping import StopDecision, StopRule, is_checkpoint, should_stop
+from compare.verdict import MIN_RUNS
+from runner.budget import TIMEOUT_CODES, Clock, Limits
 from runner.control import QueryLogEntry
-from runner.executor import HttpExecutor, QueryOutcome
-from runner.schedule import PREWARM_LABEL, abba_pair, query_id, run_label, server_set
+from runner.executor import HttpExecutor
+from runner.schedule import (
+    PREWARM_LABEL,
+    abba_pair,
+    first_run,
+    query_id,
+    run_label,
+    server_set,
+)
 from runner.servers import ServerPair
 from runner.testdef import TestDef, TestQuery
 
@@ -45,6 +57,8 @@ QUERY_LOG_ATTEMPTS = 10
 # calling it hung rather than dead.
 DEATH_GRACE_S = 2.0
 QUERY_LOG_RETRY_S = 0.2
+# KILL QUERY after the client's timeout: a server that cannot answer it this fast is hung.
+CANCEL_TIMEOUT_S = 2.0
 # The first run after an adaptive look (~20 ms of idle servers) runs ~2% slower, which in ABBA is
 # noise in every pair; a 4-5 ms single-threaded query on the server that runs next removes most
 # of it (bench/bench_wake.py; docs/method.md "The adaptive stop rule"). Not logged, not a measured
@@ -76,6 +90,18 @@ class Writers:
             writer.close()
 
 
+@dataclass(frozen=True)
+class Executed:
+    """What became of one execution."""
+
+    elapsed: float
+    ok: bool = False
+    too_long: bool = False  # over the execution's own time limit
+    cut_short: bool = False  # stopped at a budget's limit: the query is "not run"
+    stage: str = ""  # the errors.tsv stage recorded for a failure
+    reason: str = ""
+
+
 @dataclass
 class _Measured:
     """For query_log: query_id -> (query_index, run) of successful runs, per (process set, side)."""
@@ -84,6 +110,11 @@ class _Measured:
 
     def add(self, process: int, side: str, qid: str, index: int, run: int) -> None:
         self.by_server.setdefault((process, side), {})[qid] = (index, run)
+
+
+def sql_string(text: str) -> str:
+    """A ClickHouse string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def samples_of(times: dict[str, list[float]], sets: int = 1) -> Samples:
@@ -102,16 +133,17 @@ class Measurer:
         sets: Sequence[ServerPair],
         writers: Writers,
         runs: int,
-        max_query_seconds: float,
+        clock: Clock,
         stop_rule: StopRule | None = None,
         judge: InterimJudge | None = None,
     ) -> None:
         self.sets = tuple(sets)
         self.writers = writers
         self.runs = runs
+        self.clock = clock
         self.executors = [
             {
-                side: HttpExecutor(pair.side(side).process.ports.http, max_query_seconds)
+                side: HttpExecutor(pair.side(side).process.ports.http, clock.limits.run_seconds)
                 for side in SIDES
             }
             for pair in self.sets
@@ -134,27 +166,29 @@ class Measurer:
                 executor.close()
 
     def measure(self, test: TestDef, query: TestQuery, sides_set_up: Sequence[str] = SIDES) -> None:
+        limits = self.clock.limits.for_test(test.max_query_seconds)
         settings = dict(test.settings)
-        # Every process gets its own prewarm run: its caches are its own.
-        sides = [
-            side
-            for side in sides_set_up
-            if all(
-                self._execute(test, query, process, side, PREWARM_LABEL, settings, STAGE_PREWARM)
-                is not None
-                for process in range(len(self.sets))
-            )
-        ]
         times: dict[str, list[float]] = {side: [] for side in SIDES}
         self.samples[query.index] = times
+        sides, ended = self._prewarm(test, query, sides_set_up, limits, settings)
         start = time.perf_counter()
-        reason = "failed on both sides" if not sides else f"fixed {self.runs} runs"
-        for run in range(self.max_runs if sides else 0):
+        reason = ended or ("failed on both sides" if not sides else f"fixed {self.runs} runs")
+        for run in range(self.max_runs if sides and not ended else 0):
+            why = self.clock.out_of_time()
+            if why is not None:
+                reason = self._out_of_time(test, query, why, run)
+                break
             process = server_set(run, len(self.sets))
             for slot in abba_pair(run, sides):
                 label = run_label(run)
-                outcome = self._execute(test, query, process, slot.side, label, settings, STAGE_RUN)
-                if outcome is None:
+                outcome = self._execute(
+                    test, query, process, slot.side, label, settings, STAGE_RUN, limits.run_seconds
+                )
+                if outcome.too_long or outcome.cut_short:
+                    reason = f"{outcome.stage}: {outcome.reason}"
+                    sides.clear()  # the runs it has are kept; nothing more is measured
+                    break
+                if not outcome.ok:
                     # One failed run ends the measurement of that side: the query is partial.
                     sides.remove(slot.side)
                     continue
@@ -166,7 +200,7 @@ class Measurer:
                 times[slot.side].append(outcome.elapsed)
             if not sides:
                 break
-            decision, looked = self._stop_decision(run + 1, times)
+            decision, looked = self._stop_decision(run + 1, times, limits)
             if decision is not None and decision.stop:
                 reason = decision.reason
                 self.discoveries += decision.discovery
@@ -177,17 +211,82 @@ class Measurer:
         completed = min(len(t) for t in times.values()) if all(times.values()) else 0
         self.writers.stops.write(StopRow(test.name, query.index, completed, reason))
 
+    def _prewarm(
+        self,
+        test: TestDef,
+        query: TestQuery,
+        sides_set_up: Sequence[str],
+        limits: Limits,
+        settings: dict[str, str],
+    ) -> tuple[list[str], str]:
+        """One prewarm run per server (its caches are its own), in the order of each set's
+        first measured run. A side whose prewarm fails is not measured. A prewarm over the
+        limit of a measured run makes the query too long: the other side is still prewarmed
+        once, to tell who went over, and nothing is measured. The sides to measure, and why
+        the query ended ("" when it goes on)."""
+        failed: set[str] = set()
+        ended = ""
+        for process in range(len(self.sets)):
+            for slot in abba_pair(first_run(process), sides_set_up):
+                if slot.side in failed:
+                    continue
+                why = self.clock.out_of_time()
+                if why is not None:
+                    return [], self._out_of_time(test, query, why, 0)
+                outcome = self._execute(
+                    test,
+                    query,
+                    process,
+                    slot.side,
+                    PREWARM_LABEL,
+                    settings,
+                    STAGE_PREWARM,
+                    limits.prewarm_seconds,
+                )
+                if outcome.ok and outcome.elapsed > limits.run_seconds:
+                    message = (
+                        f"the prewarm took {outcome.elapsed:.1f} s on the {slot.side} server, "
+                        f"over the {limits.run_seconds:g} s limit of a measured run"
+                    )
+                    self._record(test, query, slot.side, STAGE_TOO_LONG, 0, message)
+                    outcome = Executed(
+                        outcome.elapsed, too_long=True, stage=STAGE_TOO_LONG, reason=message
+                    )
+                if outcome.cut_short:
+                    return [], f"{outcome.stage}: {outcome.reason}"
+                if outcome.too_long and not ended:
+                    ended = f"{outcome.stage}: {outcome.reason}"
+                if not outcome.ok:
+                    failed.add(slot.side)
+            if ended:
+                break
+        return [side for side in sides_set_up if side not in failed], ended
+
+    def _out_of_time(self, test: TestDef, query: TestQuery, why: str, runs: int) -> str:
+        """A budget ran out before run `runs`: with fewer runs than a verdict needs the query
+        is "not run"; otherwise it is judged on the runs it has."""
+        needed = self.stop_rule.min_runs if self.stop_rule else min(self.runs, MIN_RUNS)
+        if runs < needed:
+            message = f"{why} after {runs} of at least {needed} runs" if runs else why
+            self._record(test, query, BOTH, STAGE_NOT_RUN, 0, message)
+        return f"{why} after {runs} runs"
+
     @property
     def max_runs(self) -> int:
         return self.stop_rule.extended_runs if self.stop_rule else self.runs
 
     def _stop_decision(
-        self, runs: int, times: dict[str, list[float]]
+        self, runs: int, times: dict[str, list[float]], limits: Limits
     ) -> tuple[StopDecision | None, bool]:
-        """The stop rule's decision (None in the fixed mode) and whether it looked at the
-        statistics (a chDB evaluation). With one side left there is nothing to compare: it stops
+        """The stop rule's decision and whether it looked at the statistics (a chDB
+        evaluation). In the fixed mode only the query's time budget stops it early, once it
+        has the runs a verdict needs. With one side left there is nothing to compare: it stops
         at min_runs."""
         if self.stop_rule is None or self.judge is None:
+            spent = sum(sum(t) for t in times.values())
+            if runs >= MIN_RUNS and spent >= limits.query_seconds:
+                why = f"used the {limits.query_seconds:g} s time budget of a query"
+                return StopDecision(True, why), False
             return None, False
         if runs >= self.stop_rule.min_runs and sum(1 for t in times.values() if t) == 1:
             return StopDecision(True, "measured on one side only: nothing to compare"), False
@@ -215,19 +314,54 @@ class Measurer:
         label: str,
         settings: dict[str, str],
         stage: str,
-    ) -> QueryOutcome | None:
+        limit: float,
+    ) -> Executed:
+        """One execution under `limit`, cut to what the budgets have left; a failure is
+        recorded in errors.tsv: over the limit it is "too long", at a budget's limit "not run",
+        otherwise an error of `stage`."""
+        cap = self.clock.cap(limit)
         qid = query_id(test.name, query.index, label)
-        outcome = self.executors[process][side].execute(query.sql, qid, settings)
+        outcome = self.executors[process][side].execute(query.sql, qid, settings, cap.seconds)
         if outcome.ok:
-            return outcome
+            return Executed(outcome.elapsed, ok=True)
+        server = self.sets[process].side(side).process.describe()
+        stopped = outcome.error_code in TIMEOUT_CODES or (
+            outcome.timed_out and self._cancel(process, side, qid)
+        )
+        if stopped and cap.by_budget:
+            why = self.clock.out_of_time() or "a budget ran out"
+            message = f"{why}: the {label} run was stopped at {cap.seconds:.0f} s"
+            self._record(test, query, BOTH, STAGE_NOT_RUN, 0, message)
+            return Executed(outcome.elapsed, cut_short=True, stage=STAGE_NOT_RUN, reason=message)
+        if stopped:
+            message = (
+                f"the {label} run was stopped at the {limit:g} s limit on {server} "
+                f"after {outcome.elapsed:.1f} s"
+            )
+            self._record(test, query, side, STAGE_TOO_LONG, outcome.error_code, message)
+            return Executed(outcome.elapsed, too_long=True, stage=STAGE_TOO_LONG, reason=message)
         message = outcome.message
         if outcome.server_gone:
             where = f"during {test.name} query {query.index} ({label})"
             message = self.recover(side, test.name, query.index, where, outcome.message, process)
-        self.writers.errors.write(
-            ErrorRow(test.name, query.index, side, stage, outcome.error_code, message)
-        )
-        return None
+        self._record(test, query, side, stage, outcome.error_code, message)
+        return Executed(outcome.elapsed, stage=stage, reason=message)
+
+    def _record(
+        self, test: TestDef, query: TestQuery, side: str, stage: str, code: int, message: str
+    ) -> None:
+        self.writers.errors.write(ErrorRow(test.name, query.index, side, stage, code, message))
+
+    def _cancel(self, process: int, side: str, qid: str) -> bool:
+        """The client gave up on a query the server did not stop: KILL QUERY. True when the
+        server answered, so it is alive and the query was only too long."""
+        port = self.sets[process].side(side).process.ports.http
+        killer = HttpExecutor(port, CANCEL_TIMEOUT_S)
+        try:
+            sql = f"KILL QUERY WHERE query_id = {sql_string(qid)} ASYNC"
+            return killer.execute(sql, f"chperf.cancel.{time.time_ns()}", {}).ok
+        finally:
+            killer.close()
 
     def recover(
         self, side: str, test: str, query_index: int, where: str, failure: str, process: int = 0

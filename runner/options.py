@@ -9,6 +9,7 @@ from pathlib import Path
 from compare.paired import PAIRED
 from compare.stopping import StopRule
 from compare.verdict import Thresholds
+from runner.budget import Limits
 from runner.pinning import AUTO, Pinning, PinRequest
 from runner.profiler import ProfileOptions
 from runner.server import ServerSpec
@@ -35,7 +36,7 @@ class RunOptions:
     runs: int = 15
     processes: int = 2  # server processes per side (runner/servers.started_server_sets)
     long: bool = False
-    max_query_seconds: float = 30.0
+    limits: Limits = dataclasses.field(default_factory=Limits)
     stop_rule: StopRule | None = None  # adaptive run counts; None: exactly `runs` runs
     profile: ProfileOptions = dataclasses.field(default_factory=ProfileOptions)
     thresholds: Thresholds = dataclasses.field(default_factory=Thresholds)
@@ -58,7 +59,8 @@ class RunOptions:
             "pin_cpus": list(self.reference.cpus),
             "pin": self.pinning.reason if self.pinning else None,
             "long": self.long,
-            "max_query_seconds": self.max_query_seconds,
+            "max_query_seconds": self.limits.run_seconds,
+            "limits": self.limits.as_json(),
             "adaptive": (
                 {
                     **dataclasses.asdict(self.stop_rule),

@@ -10,15 +10,21 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from artifacts.errors import ChperfError
+from artifacts.console import console_text
+from artifacts.errors import ChperfError, Terminated
 from artifacts.manifest import CHPERF_VERSION, COMPLETE, INTERRUPTED, RunManifest
 from artifacts.outdir import prepare_out_dir
 from artifacts.tables import (
     BOTH,
     SIDES,
+    STAGE_NOT_RUN,
     STAGE_PARSE,
     STAGE_SETUP,
     STAGE_TEARDOWN,
+    TEST_ERROR,
+    TEST_NOT_RUN,
+    TEST_RAN,
+    TEST_SKIPPED,
     WHOLE_TEST,
     ErrorRow,
     QueryRow,
@@ -26,6 +32,7 @@ from artifacts.tables import (
 )
 from compare.interim import InterimJudge
 from compare.verdict import Verdict
+from runner.budget import Clock
 from runner.environment import environment_warnings
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers, samples_of
@@ -35,7 +42,14 @@ from runner.profiler import Profiler
 from runner.progress import Progress
 from runner.selection import LoadedTests, load_tests, selected_queries
 from runner.servers import ServerPair, started_server_sets
-from runner.statements import DROP_KINDS, SETUP_KINDS, on_every_server, settle_all, statements
+from runner.statements import (
+    DROP_KINDS,
+    SETUP_KINDS,
+    missing_tables,
+    on_every_server,
+    settle_all,
+    statements,
+)
 from runner.testdef import Statement, TestDef, TestQuery
 
 # Interim verdicts that get profile runs by default: what a developer will want explained.
@@ -60,12 +74,21 @@ class Run:
             warnings=[str(w) for t in loaded.tests for w in t.warnings],
         )
         self._start = time.monotonic()
+        self.clock = Clock(options.limits)
+        self._accounted: set[str] = set()  # tests with their row in tests.tsv
+        self._listed: set[str] = set()  # tests with their rows in queries.tsv
+        self._ended: set[tuple[str, int]] = set()  # queries whose measurement ended
 
     def execute(self) -> None:
         status = INTERRUPTED
         try:
             self._record_parse_problems()
             self.manifest.write(self.options.out)
+            if not any(self._needs_servers(t) for t in self.loaded.tests):
+                # Nothing to measure (no test loaded, or all skipped): no servers to start.
+                self._run_tests(())
+                status = COMPLETE
+                return
             with started_server_sets(
                 self.options.reference,
                 self.options.patched,
@@ -92,6 +115,11 @@ class Run:
         self.manifest.servers_started([pair.infos() for pair in sets])
         self.manifest.write(self.options.out)
 
+    def _needs_servers(self, test: TestDef) -> bool:
+        return (self.options.long or not test.is_long) and bool(
+            selected_queries(test, self.options)
+        )
+
     def _run_tests(self, sets: tuple[ServerPair, ...]) -> None:
         tests = self.loaded.tests
         total = sum(
@@ -106,28 +134,42 @@ class Run:
             shards = self.options.shard.count if self.options.shard else 1
             stop_rule = dataclasses.replace(stop_rule, queries=total * shards)
         judge = InterimJudge(self.options.thresholds, self.options.method)
-        measurer = Measurer(
-            sets,
-            self.writers,
-            self.options.runs,
-            self.options.max_query_seconds,
-            stop_rule,
-            judge,
-        )
+        measurer = Measurer(sets, self.writers, self.options.runs, self.clock, stop_rule, judge)
         measurer.on_restart = lambda: self._servers_started(sets)
         profiler = None
-        if self.options.profile.mode != "none":
-            timeout = self.options.max_query_seconds
+        if self.options.profile.mode != "none" and sets:
+            timeout = self.options.limits.run_seconds
             profiler = Profiler(sets[0], self.options.out, self.options.profile, timeout)
+        stopped = "the run stopped before it"
+        current: TestDef | None = None
         try:
-            if stop_rule is not None:
+            if stop_rule is not None and sets:
                 judge.prepare(range(stop_rule.min_runs, stop_rule.max_runs + 1))
             for test in tests:
+                current = test
+                why = self.clock.out_of_time()
+                if why is not None and self._needs_servers(test):
+                    self._not_run(test, why)
+                    continue
+                self.clock.start_test()
                 if self._run_test(measurer, progress, test) and profiler is not None:
                     self._profile(profiler, judge, measurer, test, progress)
                 self._teardown(measurer, test)
+                self.clock.end_test()
                 measurer.samples.clear()
+            current = None
+        except (KeyboardInterrupt, Terminated) as e:
+            stopped = "interrupted (SIGINT)" if isinstance(e, KeyboardInterrupt) else ""
+            stopped = stopped or "terminated (SIGTERM)"
+            if current is not None:
+                self._collect_after_interrupt(measurer, current)
+            raise
+        except BaseException as e:
+            stopped = f"the run stopped: {e}"
+            raise
         finally:
+            for test in tests:
+                self._not_run(test, stopped)
             self.manifest.measurement_ended(measurer.run_seconds, measurer.wakes)
             if profiler is not None:
                 self.manifest.profiles_taken(
@@ -159,23 +201,66 @@ class Run:
                 )
                 profiler.profile(test, query)
 
+    def _list_queries(self, test: TestDef) -> tuple[TestQuery, ...]:
+        queries = selected_queries(test, self.options)
+        if test.name not in self._listed:
+            self._listed.add(test.name)
+            for q in queries:
+                self.writers.queries.write(
+                    QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change)
+                )
+        return queries
+
+    def _test_row(self, test: TestDef, status: str, reason: str, wall: float) -> None:
+        self._accounted.add(test.name)
+        self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
+
+    def _not_run(self, test: TestDef, reason: str) -> None:
+        """Account for a test the run did not finish: never started, it is "not run" as a
+        whole; started, each of its queries whose measurement did not end is."""
+        if test.name in self._accounted:
+            return
+        queries = self._list_queries(test)
+        if test.is_long and not self.options.long:
+            self._test_row(test, TEST_SKIPPED, "tagged long; pass --long to run it", 0.0)
+            return
+        if not queries:
+            return  # --query-index left nothing of this test
+        ended = [q for q in queries if (test.name, q.index) in self._ended]
+        if not ended:
+            self._test_row(test, TEST_NOT_RUN, reason, 0.0)
+            return
+        for q in queries:
+            if (test.name, q.index) not in self._ended:
+                self.writers.errors.write(
+                    ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, reason)
+                )
+        self._test_row(test, TEST_RAN, f"{len(ended)} of {len(queries)} queries: {reason}", 0.0)
+
+    def _collect_after_interrupt(self, measurer: Measurer, test: TestDef) -> None:
+        """Keep the query_log rows of the runs already made (the servers are about to stop)."""
+        try:
+            measurer.collect_query_log(test.name)
+        except Exception as e:  # a hung server: the runs are kept, their server times not
+            self._warn(f"{test.name}: query_log not collected after the interrupt: {e}")
+
     def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> bool:
         """Set up and measure one test; True when its queries were measured."""
         start = time.monotonic()
-        queries = selected_queries(test, self.options)
-        for q in queries:
-            self.writers.queries.write(
-                QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change)
-            )
+        queries = self._list_queries(test)
         if test.is_long and not self.options.long:
-            reason = "tagged long; pass --long to run it"
-            self.writers.tests.write(TestRow(test.name, str(test.path), "skipped", reason, 0.0))
+            self._test_row(test, TEST_SKIPPED, "tagged long; pass --long to run it", 0.0)
             return False
         if not queries:
             return False
+        missing = missing_tables(measurer.sets, test.required_tables)
+        if missing:
+            self._test_row(test, TEST_SKIPPED, f"precondition not met: {missing}", 0.0)
+            progress.skip_queries(len(queries))
+            return False
         self._on_every_server(measurer, test, statements(test, DROP_KINDS), stage=None)
-        sides = self._set_up(measurer, test, queries)
-        status, reason = "ran", ""
+        sides, setup_error = self._set_up(measurer, test, queries)
+        status, reason = TEST_RAN, ""
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
@@ -183,23 +268,33 @@ class Run:
             for warning in settle_all(measurer.sets, test):
                 self._warn(warning)
             for q in queries:
+                why = self.clock.out_of_time()
+                if why is not None:
+                    self.writers.errors.write(
+                        ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, why)
+                    )
+                    progress.skip_queries(1)
+                    self._ended.add((test.name, q.index))
+                    continue
                 progress.start_query(test.name, q.index)
                 measurer.measure(test, q, sides)
+                self._ended.add((test.name, q.index))
                 progress.end_query()
             measurer.collect_query_log(test.name)
         else:
-            status, reason = "error", "setup failed; see errors.tsv"
+            status, reason = TEST_ERROR, f"setup failed: {setup_error}"
+            print(f"chperf: {test.name}: {console_text(reason)}", file=sys.stderr)
             progress.skip_queries(len(queries))
-        wall = time.monotonic() - start
-        self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
-        return status == "ran"
+        self._test_row(test, status, reason, time.monotonic() - start)
+        return status == TEST_RAN
 
     def _set_up(
         self, measurer: Measurer, test: TestDef, queries: tuple[TestQuery, ...]
-    ) -> tuple[str, ...]:
-        """Create and fill on every server; the sides where that worked. A setup that fails
-        on one side only (a setting or function that server lacks) is each query's failure
-        on that side, and the queries run on the other: partial, not an error of the test."""
+    ) -> tuple[tuple[str, ...], str]:
+        """Create and fill on every server; the sides where that worked, and the first
+        failure's message. A setup that fails on one side only (a setting or function that
+        server lacks) is each query's failure on that side, and the queries run on the other:
+        partial, not an error of the test."""
         errors = self._on_every_server(measurer, test, statements(test, SETUP_KINDS), STAGE_SETUP)
         first: dict[str, ErrorRow] = {}
         for error in errors:
@@ -211,7 +306,8 @@ class Run:
                 continue
             for q in queries:
                 self.writers.errors.write(dataclasses.replace(error, query_index=q.index))
-        return sides
+        message = next(iter(first.values())).message if first else ""
+        return sides, message
 
     def _warn(self, message: str) -> None:
         print(f"chperf: warning: {message}", file=sys.stderr)

@@ -14,6 +14,7 @@ from pathlib import Path
 from artifacts.errors import InfrastructureError
 from artifacts.tables import PATCHED, REFERENCE
 from runner.control import ControlClient
+from runner.schedule import abba_pair, first_run
 from runner.server import (
     READY_TIMEOUT_S,
     Capabilities,
@@ -126,10 +127,11 @@ def started_server_sets(
             f" {e.strerror}",
             hint="point --servers-dir (or TMPDIR) at a writable directory",
         ) from e
+    # Set k starts its sides in the order its first measured run uses them.
     processes = [
         ServerProcess(spec, ServerLayout(root / process_directory(spec.side, number)), number)
         for number in range(count)
-        for spec in (reference, patched)
+        for spec in _in_run_order((reference, patched), number)
     ]
     _distinct_ports(processes)
     sides: list[Side] = []
@@ -140,8 +142,10 @@ def started_server_sets(
             process.wait_ready(ready_timeout)
         for process in processes:
             sides.append(_connect(process))
+        by_server = {(s.process.process, s.process.side): s for s in sides}
         yield tuple(
-            ServerPair(sides[2 * number], sides[2 * number + 1], root) for number in range(count)
+            ServerPair(by_server[number, REFERENCE], by_server[number, PATCHED], root)
+            for number in range(count)
         )
     finally:
         previous = _ignore_interrupts()
@@ -158,6 +162,11 @@ def started_server_sets(
                 shutil.rmtree(root, ignore_errors=True)
         finally:
             _restore_interrupts(previous)
+
+
+def _in_run_order(specs: tuple[ServerSpec, ServerSpec], number: int) -> list[ServerSpec]:
+    first = abba_pair(first_run(number))[0].side
+    return sorted(specs, key=lambda spec: spec.side != first)
 
 
 def _distinct_ports(processes: list[ServerProcess]) -> None:

@@ -67,6 +67,24 @@ def on_every_server(
         return list(pool.map(run_on, servers))
 
 
+def missing_tables(sets: Sequence[ServerPair], tables: Sequence[str]) -> str:
+    """The first table of a test's <preconditions> that some server lacks, said in words;
+    "" when every server has them all. "db.name", or "name" in the default database."""
+    for table in tables:
+        database, _, name = table.rpartition(".")
+        for process, side in every_server(sets):
+            server = sets[process].side(side)
+            rows = server.control.execute(
+                "SELECT count() FROM system.tables WHERE database = "
+                + ("%(database)s" if database else "currentDatabase()")
+                + " AND name = %(name)s",
+                {"database": database, "name": name},
+            )
+            if not rows or not rows[0][0]:
+                return f"table {table} does not exist on {server.process.describe()}"
+    return ""
+
+
 def settle_all(sets: Sequence[ServerPair], test: TestDef) -> list[str]:
     """Wait until no server is merging; warnings for servers still merging, unreachable, or
     holding tables that differ in layout."""

@@ -66,10 +66,12 @@ class TestDef:
     drop_queries: tuple[str, ...]
     queries: tuple[TestQuery, ...]
     tags: frozenset[str]
-    max_ignored_relative_change: float | None
+    max_ignored_relative_change: float | None  # 1.0 or more: never fails the check
     warnings: tuple[Diagnostic, ...]
     # Every expanded statement in document order, create/fill interleaved as written.
     statements: tuple[Statement, ...] = ()
+    max_query_seconds: float | None = None  # limit of each prewarm and measured run
+    required_tables: tuple[str, ...] = ()  # <preconditions><table_exists>: else skipped
 
     @property
     def is_long(self) -> bool:
@@ -90,9 +92,10 @@ class TestDefError(ChperfError):
 STATEMENT_KINDS = ("create_query", "fill_query", "query", "drop_query")
 # Elements real ClickHouse tests still carry that no runner uses any more.
 LEGACY_ELEMENTS = frozenset(
-    {"preconditions", "stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
+    {"stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
 )
-KNOWN_ELEMENTS = frozenset({"settings", "substitutions", "tags", *STATEMENT_KINDS})
+KNOWN_ELEMENTS = frozenset({"settings", "substitutions", "tags", "preconditions", *STATEMENT_KINDS})
+TEST_ATTRIBUTES = frozenset({"max_ignored_relative_change", "max_query_seconds"})
 QUERY_ATTRIBUTES = frozenset({"short"})  # ClickHouse's hint for short queries; we adapt runs
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -243,21 +246,37 @@ def _parse_substitutions(path: Path, element: _Element) -> dict[str, list[str]]:
     return substitutions
 
 
-def _parse_threshold(path: Path, root: _Element) -> float | None:
-    raw = root.attrs.get("max_ignored_relative_change")
+def _number_attribute(
+    path: Path, root: _Element, name: str, *, positive: bool, hint: str
+) -> float | None:
+    raw = root.attrs.get(name)
     if raw is None:
         return None
     try:
         value = float(raw)
     except ValueError:
-        value = -1.0
-    if not 0.0 <= value < 1.0:
-        raise TestDefError(
-            Location(path, root.line),
-            f"max_ignored_relative_change={raw!r} is not a number in [0, 1)",
-            hint="write a relative change, e.g. 0.1 for 10%",
-        )
+        value = float("nan")
+    if not (value > 0.0 if positive else value >= 0.0) or value == float("inf"):
+        kind = "a positive number" if positive else "a non-negative number"
+        raise TestDefError(Location(path, root.line), f"{name}={raw!r} is not {kind}", hint=hint)
     return value
+
+
+def _parse_threshold(path: Path, root: _Element) -> float | None:
+    """Changes up to this fraction are ignored; 1.0 or more: the test never fails the check."""
+    return _number_attribute(
+        path,
+        root,
+        "max_ignored_relative_change",
+        positive=False,
+        hint="write a relative change, e.g. 0.1 for 10% (1.0 or more: never fail on this test)",
+    )
+
+
+def _parse_max_query_seconds(path: Path, root: _Element) -> float | None:
+    return _number_attribute(
+        path, root, "max_query_seconds", positive=True, hint="write seconds, e.g. 30"
+    )
 
 
 def _walk(element: _Element) -> Iterator[_Element]:
@@ -268,14 +287,30 @@ def _walk(element: _Element) -> Iterator[_Element]:
 
 def _warnings(path: Path, root: _Element) -> list[Diagnostic]:
     found = []
-    for name in sorted(set(root.attrs) - {"max_ignored_relative_change"}):
+    for name in sorted(set(root.attrs) - TEST_ATTRIBUTES):
         found.append(Diagnostic(Location(path, root.line), f"unknown attribute {name} ignored"))
+    legacy = [child for child in root.children if child.tag in LEGACY_ELEMENTS]
+    if legacy:
+        names = ", ".join(dict.fromkeys(f"<{child.tag}>" for child in legacy))
+        found.append(
+            Diagnostic(
+                Location(path, legacy[0].line),
+                f"legacy {names} ignored: run counts and time limits are chperf's own "
+                "(adaptive runs, --max-query-seconds, --query-budget, --test-budget, --budget)",
+            )
+        )
     for child in root.children:
         location = Location(path, child.line)
         if child.tag in LEGACY_ELEMENTS:
-            found.append(Diagnostic(location, f"legacy element <{child.tag}> ignored"))
-        elif child.tag not in KNOWN_ELEMENTS:
+            continue
+        if child.tag not in KNOWN_ELEMENTS:
             found.append(Diagnostic(location, f"unknown element <{child.tag}> ignored"))
+        elif child.tag == "preconditions":
+            found.extend(
+                Diagnostic(Location(path, c.line), f"unknown precondition <{c.tag}> ignored")
+                for c in child.children
+                if c.tag != "table_exists"
+            )
         elif child.tag in STATEMENT_KINDS:
             for name in sorted(set(child.attrs) - QUERY_ATTRIBUTES):
                 found.append(Diagnostic(location, f"unknown attribute {name} ignored"))
@@ -332,6 +367,13 @@ def parse_test(path: Path, data: bytes) -> TestDef:
             Location(path, root.line), "no <query> in this test", hint="add at least one <query>"
         )
     tags = {t.text.strip() for t in _walk(root) if t.tag == "tag"}
+    required = tuple(
+        t.text.strip()
+        for p in root.children
+        if p.tag == "preconditions"
+        for t in p.children
+        if t.tag == "table_exists" and t.text.strip()
+    )
     return TestDef(
         name=path.stem,
         path=path,
@@ -342,6 +384,8 @@ def parse_test(path: Path, data: bytes) -> TestDef:
         queries=tuple(TestQuery(i, q.sql, q.location) for i, q in enumerate(queries)),
         tags=frozenset(tags),
         max_ignored_relative_change=_parse_threshold(path, root),
+        max_query_seconds=_parse_max_query_seconds(path, root),
+        required_tables=required,
         warnings=tuple(_warnings(path, root) + _unused_substitutions(path, root, substitutions)),
         statements=tuple(statements),
     )

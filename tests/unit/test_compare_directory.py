@@ -53,7 +53,7 @@ def test_small_artifacts_fail_the_check_for_the_slower_and_the_patched_only_fail
     assert [f.split(":")[0] for f in result.failures] == ["partial query 0", "sum query 1"]
     assert result.counts == {
         "faster": 1, "slower": 1, "unstable": 1, "unchanged": 2,
-        "partial": 2, "error": 2, "skipped": 1,
+        "partial": 2, "error": 2, "skipped": 1, "too long": 0, "not run": 0,
     }  # fmt: skip
 
 
@@ -72,6 +72,7 @@ def test_summary_json_has_the_version_1_schema_with_the_additive_issue_8_keys(
     assert summary["method"] == "paired"
     assert list(summary["counts"]) == [
         "faster", "slower", "unstable", "unchanged", "partial", "error", "skipped",
+        "too long", "not run",
     ]  # fmt: skip
     keys = ["test", "query_index", "query", "verdict", "reference_median", "patched_median",
             "diff", "threshold", "runs", "p_value", "ci_low", "ci_high", "equivalence",

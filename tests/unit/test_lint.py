@@ -100,7 +100,7 @@ BAD = [
         3,
         "filled without OPTIMIZE TABLE t1 FINAL",
     ),
-    (with_lines("<main_metric/>", QUERY), 2, "legacy element <main_metric>"),
+    (with_lines("<main_metric/>", QUERY), 2, "legacy <main_metric> ignored"),
 ]
 
 

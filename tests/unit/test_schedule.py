@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from runner.schedule import abba_pair, abba_schedule, query_id
@@ -10,10 +12,13 @@ from runner.schedule import abba_pair, abba_schedule, query_id
     [
         (1, "RP"),
         (2, "RPPR"),
-        (4, "RPPRRPPR"),
+        (4, "RPPRPRRP"),
+        (8, "RPPRPRRPRPPRPRRP"),
     ],
 )
-def test_abba_schedule_alternates_which_side_goes_first(runs: int, expected: str) -> None:
+def test_pairs_alternate_the_first_side_and_every_second_block_is_mirrored(
+    runs: int, expected: str
+) -> None:
     order = "".join(slot.side[0].upper() for slot in abba_schedule(runs))
     assert order == expected
 
@@ -41,3 +46,25 @@ def test_runs_go_to_the_process_sets_in_blocks_of_two_so_each_set_sees_both_orde
     for process in (0, 1):
         firsts = [abba_pair(run)[0].side for run in range(24) if server_set(run, 2) == process]
         assert firsts.count("reference") == firsts.count("patched") == 6
+
+
+def test_a_switch_between_process_sets_never_falls_between_two_runs_of_one_side() -> None:
+    from runner.schedule import server_set
+
+    slots = abba_schedule(24)
+    edges = []
+    for before, after in itertools.pairwise(slots):
+        if server_set(before.run, 2) != server_set(after.run, 2):
+            assert before.side != after.side
+            edges += [before.side, after.side]
+    # Around the switches, the runs just before and just after are each side's equally often.
+    assert edges.count("reference") == edges.count("patched") > 0
+
+
+def test_each_set_is_started_and_prewarmed_in_the_order_of_its_first_run() -> None:
+    from runner.schedule import first_run, server_set
+
+    for process in (0, 1, 2):
+        assert server_set(first_run(process), 3) == process
+    assert abba_pair(first_run(0))[0].side == "reference"
+    assert abba_pair(first_run(1))[0].side == "patched"

@@ -105,7 +105,10 @@ BAD_CASES = [
         "no <query>",
     ),
     ("<test>\n\n<query>  </query></test>", 3, "empty <query>"),
-    ('<test max_ignored_relative_change="big"><query>SELECT 1</query></test>', 1, "not a number"),
+    ('<test max_ignored_relative_change="big"><query>SELECT 1</query></test>', 1, "not a non-neg"),
+    ('<test max_ignored_relative_change="-0.1"><query>SELECT 1</query></test>', 1, "not a non-neg"),
+    ('<test max_query_seconds="0"><query>SELECT 1</query></test>', 1, "not a positive number"),
+    ('<test max_query_seconds="inf"><query>SELECT 1</query></test>', 1, "not a positive number"),
     (
         "<test><substitutions>\n<substitution><name>x</name><values><value>1</value></values>"
         "</substitution>\n<substitution><name>x</name><values><value>2</value></values>"
@@ -139,15 +142,14 @@ def test_legacy_and_unknown_elements_are_warnings_with_lines() -> None:
 </test>"""
     test = parse_test(Path("legacy.xml"), text.encode())
     assert [str(w) for w in test.warnings] == [
-        "legacy.xml:2: legacy element <type> ignored",
-        "legacy.xml:3: legacy element <stop_conditions> ignored",
-        "legacy.xml:4: legacy element <main_metric> ignored",
-        "legacy.xml:5: legacy element <preconditions> ignored",
-        "legacy.xml:6: legacy element <metrics> ignored",
+        "legacy.xml:2: legacy <type>, <stop_conditions>, <main_metric>, <metrics> ignored: run "
+        "counts and time limits are chperf's own (adaptive runs, --max-query-seconds, "
+        "--query-budget, --test-budget, --budget)",
         "legacy.xml:7: unknown element <frobnicate> ignored",
         "legacy.xml:9: unknown attribute colour ignored",
     ]
     assert [q.sql for q in test.queries] == ["SELECT 1", "SELECT 2"]
+    assert test.required_tables == ("hits_100m",)
 
 
 def test_unused_substitution_is_a_warning() -> None:

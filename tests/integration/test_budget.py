@@ -1,0 +1,122 @@
+"""Time limits on real servers: queries over their limit are "too long", a suite budget ends
+the run with a complete summary and report, and an interrupt leaves both behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from artifacts.tables import ERRORS, TESTS
+from artifacts.tsv import read_table
+from tests.conftest import DATA, run_chperf
+from tests.integration.test_reliability import (
+    processes_under,
+    run_rows,
+    servers_started,
+    start_chperf,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+BUDGET_TESTS = DATA / "budget"
+SUITE_BUDGET_S = 40
+# What may follow the budget: the run in progress (its limit is cut to what is left), query_log
+# collection, stopping the servers, compare and report.
+ALLOWED_OVERRUN_S = 60
+
+
+def summary_tests(out: Path) -> dict[str, set[str]]:
+    """Verdicts per test in summary.json."""
+    found: dict[str, set[str]] = {}
+    for query in json.loads((out / "summary.json").read_text())["queries"]:
+        found.setdefault(query["test"], set()).add(query["verdict"])
+    return found
+
+
+def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out, servers_dir = tmp_path / "out", tmp_path / "servers"
+    servers_dir.mkdir()
+    started = time.monotonic()
+    done = run_chperf(
+        ["run", "--tests", str(BUDGET_TESTS), "--out", str(out), "--no-profile",
+         "--servers-dir", str(servers_dir), "--reference", str(server_binary),
+         "--patched", str(server_binary), "--runs", "300", "--query-budget", "1000",
+         "--budget", f"{SUITE_BUDGET_S}s"],
+        timeout=SUITE_BUDGET_S + 240,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert elapsed <= SUITE_BUDGET_S + ALLOWED_OVERRUN_S, done.stderr
+    # Nothing failed the check, but the budget left queries unmeasured: incomplete.
+    assert done.returncode == 4, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "incomplete"
+    tests = summary_tests(out)
+    assert set(tests) == {p.stem for p in BUDGET_TESTS.glob("*.xml")}
+    # Every prewarm of the 1 s test is stopped at its limit: too long, nothing measured.
+    assert tests["long_queries"] == {"too long"}
+    too_long = [e for e in read_table(out, ERRORS).rows if e.stage == "too long"]
+    assert len({e.query_index for e in too_long}) == 4
+    assert all("1 s limit" in e.message for e in too_long)
+    # The fill fails on every server: the test is an error with the server's own message.
+    assert tests["badfill"] == {"error"}
+    rows = {t.test: t for t in read_table(out, TESTS).rows}
+    assert rows["badfill"].status == "error"
+    assert "budget_fill_source" in rows["badfill"].reason
+    assert "badfill: setup failed:" in done.stderr
+    # A test whose <preconditions> table is missing is skipped with the reason.
+    assert tests["dataset_missing"] == {"skipped"}
+    assert "table hits_100m_single does not exist" in rows["dataset_missing"].reason
+    # max_ignored_relative_change="1.0" is accepted: the test runs.
+    assert tests["ignored"] <= {"unchanged", "unstable", "faster", "slower"}
+    # The legacy elements are noted once, in one line.
+    legacy = [line for line in done.stderr.splitlines() if "legacy.xml" in line]
+    assert len(legacy) == 1 and "<type>, <stop_conditions>" in legacy[0], legacy
+    # The budget ran out among the 8 heavy queries: the rest of them and the last test are
+    # "not run", with the reason.
+    assert "not run" in tests["many"]
+    assert tests["zz_after"] == {"not run"}
+    assert rows["zz_after"].status == "not run"
+    assert "suite budget of 40 s ran out" in rows["zz_after"].reason
+    report = (out / "report.html").read_text()
+    for name in tests:
+        assert name in report
+    assert "Skipped and not run" in report
+    assert not processes_under(servers_dir)
+
+
+def test_sigterm_mid_run_leaves_a_summary_and_a_report_listing_every_test(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out, servers_dir = tmp_path / "out", tmp_path / "servers"
+    servers_dir.mkdir()
+    process = start_chperf(
+        ["--tests", str(BUDGET_TESTS), "--test", "many", "--test", "zz_after",
+         "--test", "ignored", "--runs", "300", "--query-budget", "1000", "--no-profile",
+         "--out", str(out), "--servers-dir", str(servers_dir),
+         "--reference", str(server_binary), "--patched", str(server_binary)],
+    )  # fmt: skip
+    # 300 runs a side: 600 rows per query; past the first test and the first query of "many".
+    wait_for(lambda: servers_started(out) and run_rows(out) >= 1300, timeout=120)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr
+    assert "comparing what was measured before the interrupt" in stderr
+    tests = summary_tests(out)
+    assert set(tests) == {"many", "zz_after", "ignored"}
+    assert tests["zz_after"] == {"not run"}
+    assert tests["many"] >= {"not run"} and len(tests["many"]) == 2  # measured, then not
+    interrupted = [
+        e for e in read_table(out, ERRORS).rows if e.stage == "not run" and e.test == "many"
+    ]
+    assert interrupted and all(e.message == "terminated (SIGTERM)" for e in interrupted)
+    # The query_log rows of the runs made before the signal were collected.
+    assert (out / "query_log.tsv").read_text().count("many\t") >= 100
+    report = (out / "report.html").read_text()
+    assert all(name in report for name in tests)
+    assert not processes_under(servers_dir)

@@ -49,6 +49,7 @@ class QueryRow:
     query_index: int
     query: str
     max_ignored_relative_change: float | None
+    name: str = ""  # the query's tag="..." in the test file: a display name
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    return lint.lint_main(list(args.paths) or [options.default_tests_dir()], args.measure)
+    paths = list(args.paths) or [options.default_tests_dir()]
+    return lint.lint_main(paths, args.measure, args.timings)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

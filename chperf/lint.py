@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from artifacts.console import console_text
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.verdicts import read_verdicts
 from compare.compare import CompareOptions, compare_directory
@@ -49,17 +50,17 @@ def measure_problems(paths: Sequence[Path]) -> list[LintProblem]:
         return measured_problems(measured, locations)
 
 
-def lint_main(paths: list[Path], measure: bool) -> int:
+def lint_main(paths: list[Path], measure: bool, timings: Path | None = None) -> int:
     """Print problems to stderr; exit 0 clean, 1 problems, 2 unreadable input."""
     try:
-        problems = lint_paths(paths)
+        problems = lint_paths(paths, timings)
         if measure:
             problems += measure_problems(paths)
     except ChperfError as e:
         print(f"chperf lint: {e}", file=sys.stderr)
         return int(e.exit_code)
     for problem in problems:
-        print(problem, file=sys.stderr)
+        print(console_text(str(problem), 1000), file=sys.stderr)
     count = len(problems)
     print(f"chperf lint: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
     return int(ExitCode.CHECK_FAILED if problems else ExitCode.OK)

@@ -33,6 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
     lint = commands.add_parser("lint", help="check test files for designed-in instability")
     lint.add_argument("paths", type=Path, nargs="*", default=[], help="test files or directories")
     lint.add_argument("--measure", action="store_true", help="also measure on the server")
+    lint.add_argument(
+        "--timings",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="an earlier run's --out directory: flag queries over their time limit and tests "
+        "over the test budget there",
+    )
     _add_merge(commands.add_parser("merge", help="merge shard runs, recompute verdicts, report"))
     upload = commands.add_parser("upload", help="store a run in the history database")
     upload.add_argument("out", type=Path, help="a run's output directory")

@@ -79,6 +79,7 @@ class QueryView:
     anchor: str  # id of the query's details block
     test: str
     query_index: int
+    name: str  # the query's tag in the test file, "" without one
     query: str
     verdict: str
     reason: str

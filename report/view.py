@@ -61,6 +61,7 @@ MAX_FAILURES_PER_QUERY = 4
 @dataclass(frozen=True)
 class _Tables:
     query_text: dict[Key, str]
+    query_names: dict[Key, str]  # tag="..." of the test file, where it has one
     verdicts: dict[Key, VerdictRow]
     runs: dict[tuple[str, int, str], list[tuple[int, float]]]
     server_medians: dict[tuple[str, int, str], float]
@@ -138,6 +139,7 @@ def _index(inputs: Inputs) -> _Tables:
             )
     return _Tables(
         query_text={(q.test, q.query_index): q.query for q in inputs.queries},
+        query_names={(q.test, q.query_index): q.name for q in inputs.queries if q.name},
         verdicts={(v.test, v.query_index): v for v in inputs.verdicts},
         runs=dict(runs),
         server_medians={k: statistics.median(v) for k, v in server_times.items()},
@@ -205,6 +207,7 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         anchor="q-" + display.ident(test, index),
         test=test,
         query_index=index,
+        name=tables.query_names.get(key, ""),
         query=text,
         verdict=verdict,
         reason=row.reason if row else "no row in verdicts.tsv",

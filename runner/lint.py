@@ -1,15 +1,21 @@
-"""`chperf lint`: reject performance tests that are unstable by design. Static checks run on
-the expanded statements (CHECKS per test, then tables shared across tests); `--measure` judges
-an A/A run of each query against the limits at the end of this file."""
+"""`chperf lint`: reject performance tests that are unstable by design or that do not fit the
+time limits. Static checks run on the expanded statements (CHECKS per test) and report each
+problem once per source line, however many expansions share it; `--timings` estimates from an
+earlier run's artifacts; `--measure` judges an A/A run of each query against the limits at the
+end of this file."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import statistics
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from artifacts.errors import ChperfError
+from artifacts.tables import ERRORS, RUNS, TESTS
+from artifacts.tsv import read_table
+from runner.budget import Limits
 from runner.testdef import Location, Statement, TestDef, TestDefError, discover, load_test
 
 
@@ -24,20 +30,13 @@ class LintProblem:
 
 
 SETUP_KINDS = ("create_query", "fill_query")
-# Functions whose value differs between calls, servers or days.
-NONDETERMINISTIC_FUNCTIONS = (
-    "rand|rand32|rand64|randConstant|randUniform|randNormal|randLogNormal|randExponential|"
-    "randBernoulli|randBinomial|randPoisson|canonicalRand|randomString|randomFixedString|"
-    "randomPrintableASCII|randomStringUTF8|fuzzBits|generateUUIDv4|generateUUIDv7|"
-    "generateRandom|now|now64|nowInBlock|today|yesterday|"
-    "rowNumberInAllBlocks|rowNumberInBlock|blockNumber|runningDifference|neighbor"
-)
-_NONDETERMINISTIC = re.compile(rf"\b({NONDETERMINISTIC_FUNCTIONS})\s*\(", re.IGNORECASE)
 # Name prefixes of aggregate functions: a top-level call means the result is one row per group.
 _AGGREGATE = re.compile(
     r"\b(count|sum|avg|min|max|any|uniq|quantile|median|group|topK|arg|var|stddev|covar|corr|"
     r"entropy|histogram|sequence|windowFunnel|retention|simpleLinearRegression|bitmap|"
-    r"skewness|kurtosis|first_value|last_value)\w*\s*\(",
+    r"skewness|kurtosis|first_value|last_value|boundingRatio|categoricalInformationValue|"
+    r"theilsU|cramersV|contingency|mannWhitney|studentTTest|welchTTest|kolmogorov|"
+    r"deltaSum|exponential|largestTriangle|sparkbar|flameGraph|rankCorr)\w*\s*\(",
     re.IGNORECASE,
 )
 _CREATE = re.compile(
@@ -82,24 +81,84 @@ def _problem(statement: Statement, message: str, remedy: str) -> LintProblem:
 
 
 def _check_nondeterminism(test: TestDef) -> Iterable[LintProblem]:
+    single_threaded = _single_threaded(test.settings)
+    views = _ordered_views(test)
     for statement in test.statements:
         code = _without_literals(statement.sql)
-        found = _NONDETERMINISTIC.search(code)
-        if found and statement.kind in SETUP_KINDS:
+        if statement.kind != "drop_query" and _unordered_limit(code, single_threaded, views):
             yield _problem(
                 statement,
-                f"nondeterministic {found.group(1)}() in <{statement.kind}>: "
-                "the two servers would hold different data",
-                "generate data from numbers() with hash functions of number "
-                "(intHash64(number), cityHash64(number), ...)",
+                f"LIMIT without ORDER BY over a table read by several threads in "
+                f"<{statement.kind}>: which rows it takes, and so the data it works on, "
+                "depend on thread scheduling",
+                "add an ORDER BY on a unique key before the LIMIT, or read with max_threads 1",
             )
-        if re.search(r"\bLIMIT\b", code, re.I) and not re.search(r"\bORDER\s+BY\b", code, re.I):
-            yield _problem(
-                statement,
-                f"LIMIT without ORDER BY in <{statement.kind}>: which rows it returns and the "
-                "work it does depend on thread scheduling",
-                "add an ORDER BY on a unique key before the LIMIT",
-            )
+
+
+# Sources whose rows cost the same whichever ones a LIMIT takes: generated numbers, zeros,
+# constants, random data (a load generator such as numbers_mt(N) LIMIT k is fine).
+_GENERATOR = re.compile(
+    r"^(numbers|numbers_mt|zeros|zeros_mt|system\.numbers|system\.numbers_mt|system\.zeros|"
+    r"system\.zeros_mt|system\.one|values|generateRandom|generate_series|range|null|input)$",
+    re.IGNORECASE,
+)
+_SOURCE = re.compile(r"\b(?:FROM|JOIN)\s+([\w.`\"{}]+|\()", re.IGNORECASE)
+_LIMIT = re.compile(r"\bLIMIT\s+(\d+)(?:\s*,\s*(\d+))?(\s+BY\b)?", re.IGNORECASE)
+_CREATE_VIEW_AS = re.compile(
+    r"^\s*CREATE\s+(?:MATERIALIZED\s+)?VIEW\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.`\"]+).*?\bAS\b(.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _single_threaded(settings: Sequence[tuple[str, str]]) -> bool:
+    return dict(settings).get("max_threads", "").strip() == "1"
+
+
+def _ordered_views(test: TestDef) -> set[str]:
+    """Views the test creates whose own query orders its rows."""
+    found = set()
+    for statement in test.statements:
+        match = _CREATE_VIEW_AS.match(_without_literals(statement.sql))
+        if match and re.search(r"\bORDER\s+BY\b", _top_level(match.group(2)), re.I):
+            found.add(_name(match.group(1)))
+    return found
+
+
+def _levels(code: str) -> Iterator[str]:
+    """The statement and each parenthesized part of it, with the inside of their own nested
+    parentheses removed: one SELECT level at a time."""
+    yield _top_level(code)
+    depth, start = 0, 0
+    for i, char in enumerate(code):
+        if char == "(":
+            if depth == 0:
+                start = i + 1
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                yield from _levels(code[start:i])
+
+
+def _unordered_limit(code: str, single_threaded: bool, ordered_views: set[str]) -> bool:
+    """Some SELECT level takes a LIMIT (not LIMIT 0, not LIMIT ... BY) of the rows a table
+    gives, without ORDER BY or GROUP BY at that level, read by more than one thread: which
+    rows it takes varies from run to run and between the servers."""
+    if single_threaded or re.search(r"\bmax_threads\s*=\s*1\b", code, re.I):
+        return False
+    for level in _levels(code):
+        limits = [m for m in _LIMIT.finditer(level) if not m.group(3)]
+        if not any(int(m.group(2) or m.group(1)) > 0 for m in limits):
+            continue
+        if re.search(r"\b(ORDER|GROUP)\s+BY\b", level, re.I):
+            continue
+        for source in (m.group(1) for m in _SOURCE.finditer(level)):
+            if source == "(":
+                continue  # a subquery: its own level says whether its rows are ordered
+            name = _name(source)
+            if not _GENERATOR.match(name) and name not in ordered_views:
+                return True
+    return False
 
 
 def _check_duplicates(test: TestDef) -> Iterable[LintProblem]:
@@ -116,26 +175,65 @@ def _check_duplicates(test: TestDef) -> Iterable[LintProblem]:
             seen[normalized] = query.index
 
 
-def _returns_large_result(sql: str) -> bool:
-    """Heuristic, conservative: a top-level SELECT ... FROM with no FORMAT, LIMIT, GROUP BY or
-    aggregate call returns one row per source row. Anything else is given the benefit of the
-    doubt (an aggregate, a LIMIT, a query without FROM, a non-SELECT statement)."""
+# A result of this many rows takes the client long enough to blur the server's time.
+LARGE_RESULT_ROWS = 1_000_000
+_NUMBERS = re.compile(r"\b(?:numbers|numbers_mt)\s*\(\s*(?:\d+\s*,\s*)?(\d+)\s*\)", re.I)
+# ClickHouse's test datasets (hits_100m_single, hits_10m_single, test.hits, ...): millions of rows.
+_DATASET = re.compile(r"^(?:\w+\.)?hits(?:_\w+)?$", re.IGNORECASE)
+
+
+def _filled_rows(test: TestDef) -> dict[str, int]:
+    """Rows the test's setup writes into each table, where they come from numbers(N)."""
+    rows: dict[str, int] = {}
+    for statement in test.statements:
+        if statement.kind not in SETUP_KINDS:
+            continue
+        target = _INSERT_INTO.match(statement.sql) or _CREATE.match(statement.sql)
+        count = _NUMBERS.search(statement.sql)
+        if target and count:
+            name = _name(target.group(target.lastindex or 1))
+            rows[name] = rows.get(name, 0) + int(count.group(1))
+    return rows
+
+
+def _returns_large_result(sql: str, table_rows: dict[str, int]) -> bool:
+    """Conservative: a top-level SELECT of one row per source row (no WHERE, JOIN, DISTINCT,
+    LIMIT, GROUP BY, FORMAT or aggregate anywhere in its select list) from a source known to
+    hold at least LARGE_RESULT_ROWS rows: numbers(N), a table the test fills from numbers(N),
+    or one of ClickHouse's hits datasets. Anything else gets the benefit of the doubt."""
+    code = _without_literals(sql)
     top = _top_level(sql)
-    if not re.match(r"\s*(SELECT|WITH)\b", top, re.I):
+    if not re.match(r"\s*SELECT\b", top, re.I):
         return False
-    if re.search(r"\bFORMAT\s+\w+|\bLIMIT\b|\bGROUP\s+BY\b", top, re.I):
+    if re.search(
+        r"\bFORMAT\s+\w+|\bLIMIT\b|\bGROUP\s+BY\b|\bWHERE\b|\bPREWHERE\b|\bHAVING\b|"
+        r"\bJOIN\b|\bDISTINCT\b|\bARRAY\s+JOIN\b",
+        top,
+        re.I,
+    ):
         return False
-    select_list = re.split(r"\bFROM\b", top, maxsplit=1, flags=re.I)
-    return len(select_list) == 2 and not _AGGREGATE.search(select_list[0])
+    parts = re.split(r"\bFROM\b", code, maxsplit=1, flags=re.I)
+    if len(parts) != 2 or _AGGREGATE.search(parts[0]):
+        return False
+    source = re.match(r"\s*([\w.`\"]+)\s*(\()?", parts[1])
+    if source is None:
+        return False
+    name = _name(source.group(1))
+    if source.group(2):
+        count = _NUMBERS.match(parts[1].strip())
+        return count is not None and int(count.group(1)) >= LARGE_RESULT_ROWS
+    rows = table_rows.get(name)
+    return rows >= LARGE_RESULT_ROWS if rows is not None else bool(_DATASET.match(name))
 
 
 def _check_large_results(test: TestDef) -> Iterable[LintProblem]:
+    table_rows = _filled_rows(test)
     for query in test.queries:
-        if _returns_large_result(query.sql):
+        if _returns_large_result(query.sql, table_rows):
             yield LintProblem(
                 query.location,
-                f"query {query.index} may return a large result: the client would time the "
-                "transfer, not the server",
+                f"query {query.index} returns one row per row of a large source: the client "
+                "would time the transfer, not the server",
                 "end it with FORMAT Null, or aggregate the result away (SELECT count() FROM (...))",
             )
 
@@ -149,12 +247,16 @@ def _created(test: TestDef) -> list[tuple[str, Statement]]:
     return found
 
 
+# A view holds no data and runs nothing in the background: leaving one behind is harmless.
+_PLAIN_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
+
+
 def _check_drops(test: TestDef) -> Iterable[LintProblem]:
     dropped = {
         _name(m.group(2)) for m in (_DROP.match(sql) for sql in test.drop_queries) if m is not None
     }
     for name, statement in _created(test):
-        if name not in dropped:
+        if name not in dropped and not _PLAIN_VIEW.match(statement.sql):
             yield _problem(
                 statement,
                 f"{name} is created but no <drop_query> drops it",
@@ -162,30 +264,110 @@ def _check_drops(test: TestDef) -> Iterable[LintProblem]:
             )
 
 
+# ClickHouse's max_insert_block_size: one INSERT ... SELECT of at most this many rows writes
+# one part (per partition) that no merge will touch.
+ONE_PART_ROWS = 1_048_576
+
+
 def _check_settled_parts(test: TestDef) -> Iterable[LintProblem]:
+    """A MergeTree table filled by several inserts, or by one too large for a single part,
+    and neither OPTIMIZE ... FINAL nor SYSTEM STOP MERGES after it: how far the background
+    merges got when the runs start differs between the servers."""
     mergetree = {name for name, s in _created(test) if _MERGETREE.search(s.sql)}
     pending: dict[str, Statement] = {}
+    inserts: dict[str, list[Statement]] = {}
+    stopped: set[str] = set()  # "" stands for every table
     for statement in test.statements:
-        if statement.kind != "fill_query":
+        if statement.kind not in SETUP_KINDS:
             continue
         insert = _INSERT_INTO.match(statement.sql)
         settled = _SETTLED.match(statement.sql)
+        stop = _STOP_MERGES.match(statement.sql)
+        if stop:
+            stopped.add(_name(stop.group(1) or ""))
         if insert and _name(insert.group(1)) in mergetree:
-            pending.setdefault(_name(insert.group(1)), statement)
-        elif settled:
-            pending.pop(_name(settled.group(1) or settled.group(2)), None)
+            name = _name(insert.group(1))
+            inserts.setdefault(name, []).append(statement)
+            if _many_parts(inserts[name]) and not stopped & {name, ""}:
+                pending.setdefault(name, inserts[name][0])
+        elif settled or stop:
+            target = settled.group(1) or settled.group(2) if settled else stop and stop.group(1)
+            if target:
+                pending.pop(_name(target), None)
+            else:
+                pending.clear()
     for name, statement in pending.items():
         yield _problem(
             statement,
             f"MergeTree table {name} is filled without OPTIMIZE TABLE {name} FINAL: its parts "
             "depend on background merge timing and may differ between the servers",
-            f"add <fill_query>OPTIMIZE TABLE {name} FINAL</fill_query> after the inserts",
+            f"add <fill_query>OPTIMIZE TABLE {name} FINAL</fill_query> after the inserts, or "
+            f"SYSTEM STOP MERGES {name} before them when the test measures many parts",
         )
 
 
+_STOP_MERGES = re.compile(r"^\s*SYSTEM\s+STOP\s+MERGES\b\s*([\w.`\"]+)?", re.IGNORECASE)
+_NO_MERGES = re.compile(r"\bENGINE\s*=\s*(Null|Memory|Log|TinyLog|StripeLog|Set|Join)\b", re.I)
+
+
+def _check_growing_inserts(test: TestDef) -> Iterable[LintProblem]:
+    """A measured INSERT repeats on the same table: the runs do not do the same work when
+    other queries read the growing table, or when background merges of the earlier runs'
+    parts run during later runs (unless merges are stopped)."""
+    engines = {name: statement.sql for name, statement in _created(test)}
+    stopped: set[str] = set()
+    everything = False
+    for statement in test.statements:
+        stop = _STOP_MERGES.match(statement.sql)
+        if stop and statement.kind != "drop_query":
+            everything = everything or not stop.group(1)
+            stopped.add(_name(stop.group(1) or ""))
+    for query in test.queries:
+        insert = _INSERT_INTO.match(query.sql)
+        if not insert:
+            continue
+        table = _name(insert.group(1))
+        readers = [
+            q.index
+            for q in test.queries
+            if q.index != query.index
+            and not _INSERT_INTO.match(q.sql)
+            and re.search(rf"\b{re.escape(table)}\b", _without_literals(q.sql))
+        ]
+        merging = table in engines and _MERGETREE.search(engines[table]) is not None
+        merging = merging and not everything and table not in stopped
+        if readers:
+            yield LintProblem(
+                query.location,
+                f"query {query.index} inserts into {table}, which query {readers[0]} reads: "
+                "that query's work grows run over run",
+                "read a table no measured query writes, or measure the INSERT in its own test",
+            )
+        elif merging:
+            yield LintProblem(
+                query.location,
+                f"query {query.index} inserts into MergeTree table {table} on every run and "
+                "merges are not stopped: background merges of earlier runs' parts compete "
+                "with later runs",
+                f"add <fill_query>SYSTEM STOP MERGES {table}</fill_query>",
+            )
+
+
+def _many_parts(inserts: Sequence[Statement]) -> bool:
+    """Several inserts, or one of more than ONE_PART_ROWS rows from numbers(N). An insert of
+    unknown size (from another table) gets the benefit of the doubt."""
+    if len(inserts) > 1:
+        return True
+    count = _NUMBERS.search(inserts[0].sql)
+    return count is not None and int(count.group(1)) > ONE_PART_ROWS
+
+
 def _check_warnings(test: TestDef) -> Iterable[LintProblem]:
+    """Unknown elements and attributes (typos, mostly). Legacy elements and unused
+    substitutions are only noted by `chperf run`: they do no harm."""
     for warning in test.warnings:
-        yield LintProblem(warning.location, warning.message, "remove it or fix its spelling")
+        if not warning.message.startswith(("legacy ", "substitution ")):
+            yield LintProblem(warning.location, warning.message, "remove it or fix its spelling")
 
 
 CHECKS = (
@@ -194,31 +376,35 @@ CHECKS = (
     _check_large_results,
     _check_drops,
     _check_settled_parts,
+    _check_growing_inserts,
     _check_warnings,
 )
 
 
 def lint_test(test: TestDef) -> list[LintProblem]:
-    return [problem for check in CHECKS for problem in check(test)]
-
-
-def _check_shared_tables(tests: Sequence[TestDef]) -> Iterable[LintProblem]:
-    owner: dict[str, str] = {}
-    for test in tests:
-        for name, statement in _created(test):
-            first = owner.setdefault(name, test.name)
-            if first != test.name:
-                yield _problem(
-                    statement,
-                    f"table {name} is also created by test {first}: one test's drop queries "
-                    "would destroy the other's data",
-                    f"prefix table names with the test name ({test.name}_...)",
+    """Each check's problems, once per source line: expansions of one element share a
+    problem, and the message says how many of them have it."""
+    found: list[LintProblem] = []
+    for check in CHECKS:
+        by_line: dict[Location, list[LintProblem]] = {}
+        for problem in check(test):
+            by_line.setdefault(problem.location, []).append(problem)
+        for problems in by_line.values():
+            first = problems[0]
+            if len(problems) > 1:
+                first = LintProblem(
+                    first.location,
+                    f"{first.message} (and {len(problems) - 1} more expansions of this element)",
+                    first.remedy,
                 )
+            found.append(first)
+    return sorted(found, key=lambda p: p.location.line)
 
 
-def lint_paths(paths: Sequence[Path]) -> list[LintProblem]:
-    """Lint test files (or directories of them). Raises ChperfError for a missing path or an
-    unreadable file; every problem in a readable file is a LintProblem."""
+def lint_paths(paths: Sequence[Path], earlier: Path | None = None) -> list[LintProblem]:
+    """Lint test files (or directories of them), with the timings of an earlier run when
+    given. Raises ChperfError for a missing path or an unreadable file; every problem in a
+    readable file is a LintProblem."""
     problems: list[LintProblem] = []
     tests: list[TestDef] = []
     for path in discover(paths):
@@ -231,7 +417,8 @@ def lint_paths(paths: Sequence[Path]) -> list[LintProblem]:
             continue
         tests.append(test)
         problems += lint_test(test)
-    problems += _check_shared_tables(tests)
+    if earlier is not None:
+        problems += timing_problems(tests, earlier)
     return problems
 
 
@@ -301,3 +488,59 @@ def _judge_measured(m: MeasuredQuery, where: Location) -> Iterable[LintProblem]:
             "remove sources of noise (tiny or huge runtimes, memory-bound work, "
             "nondeterministic data) or make the query heavier",
         )
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# --timings: what an earlier run of the same tests says about the time limits.
+def timing_problems(
+    tests: Sequence[TestDef], earlier: Path, limits: Limits = DEFAULT_LIMITS
+) -> list[LintProblem]:
+    """Queries that were too long, or whose runs took longer than their limit, in the run
+    whose artifacts are in `earlier`; tests that took longer than the test budget there."""
+    runs = read_table(earlier, RUNS)
+    errors = read_table(earlier, ERRORS)
+    walls = {t.test: t.wall_time for t in read_table(earlier, TESTS).rows}
+    if runs.missing and errors.missing:
+        raise ChperfError(
+            f"{earlier}: no runs.tsv or errors.tsv", hint="--timings takes a run's --out directory"
+        )
+    times: dict[tuple[str, int], list[float]] = {}
+    for row in runs.rows:
+        times.setdefault((row.test, row.query_index), []).append(row.client_time)
+    too_long = {(e.test, e.query_index): e.message for e in errors.rows if e.stage == "too long"}
+    problems: list[LintProblem] = []
+    for test in tests:
+        limit = limits.for_test(test.max_query_seconds).run_seconds
+        for query in test.queries:
+            key = (test.name, query.index)
+            if key in too_long:
+                problems.append(
+                    LintProblem(
+                        query.location,
+                        f"query {query.index} was too long in {earlier}: {too_long[key]}",
+                        "make it lighter, or set max_query_seconds on the test if it must run "
+                        "this long",
+                    )
+                )
+            elif key in times and statistics.median(times[key]) > limit:
+                problems.append(
+                    LintProblem(
+                        query.location,
+                        f"query {query.index} took {statistics.median(times[key]):.1f} s a run "
+                        f"in {earlier}, over its {limit:g} s limit",
+                        "make it lighter, or set max_query_seconds on the test",
+                    )
+                )
+        wall = walls.get(test.name)
+        budget = limits.test_seconds
+        if wall is not None and budget is not None and wall > budget:
+            problems.append(
+                LintProblem(
+                    Location(test.path, 1),
+                    f"the test took {wall:.0f} s in {earlier}, over the {budget:.0f} s test budget",
+                    "split it, or make its queries or its fill lighter",
+                )
+            )
+    return problems

@@ -7,6 +7,8 @@ import sys
 import time
 from typing import TextIO
 
+from artifacts.console import console_text
+
 
 def format_duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
@@ -31,8 +33,9 @@ class Progress:
         self.start = time.monotonic()
         self.current = ""
 
-    def start_query(self, test: str, query_index: int) -> None:
-        self.current = f"{test} query {query_index}"
+    def start_query(self, test: str, query_index: int, name: str = "") -> None:
+        label = f" ({console_text(name, 60)})" if name else ""
+        self.current = f"{test} query {query_index}{label}"
         self._draw("running")
 
     def end_query(self, note: str = "") -> None:

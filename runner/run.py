@@ -116,9 +116,8 @@ class Run:
         self.manifest.write(self.options.out)
 
     def _needs_servers(self, test: TestDef) -> bool:
-        return (self.options.long or not test.is_long) and bool(
-            selected_queries(test, self.options)
-        )
+        wanted = self.options.long or not test.is_long
+        return wanted and not test.skip_reason and bool(selected_queries(test, self.options))
 
     def _run_tests(self, sets: tuple[ServerPair, ...]) -> None:
         tests = self.loaded.tests
@@ -193,7 +192,11 @@ class Run:
         verdicts = judge.verdicts(test.name, test.max_ignored_relative_change, samples)
         for query in selected_queries(test, self.options):
             verdict = verdicts.get(query.index)
-            wanted = self.options.profile.mode == "all" or verdict in PROFILED_VERDICTS
+            wanted = (
+                self.options.profile.mode == "all"
+                or test.profile_all_queries
+                or verdict in PROFILED_VERDICTS
+            )
             if verdict is not None and wanted and profiler.can_profile():
                 progress.activity(
                     f"{test.name} query {query.index}",
@@ -207,7 +210,7 @@ class Run:
             self._listed.add(test.name)
             for q in queries:
                 self.writers.queries.write(
-                    QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change)
+                    QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change, q.name)
                 )
         return queries
 
@@ -226,6 +229,9 @@ class Run:
             return
         if not queries:
             return  # --query-index left nothing of this test
+        if test.skip_reason:
+            self._test_row(test, TEST_SKIPPED, test.skip_reason, 0.0)
+            return
         ended = [q for q in queries if (test.name, q.index) in self._ended]
         if not ended:
             self._test_row(test, TEST_NOT_RUN, reason, 0.0)
@@ -253,9 +259,10 @@ class Run:
             return False
         if not queries:
             return False
-        missing = missing_tables(measurer.sets, test.required_tables)
+        missing = test.skip_reason or missing_tables(measurer.sets, test.required_tables)
         if missing:
-            self._test_row(test, TEST_SKIPPED, f"precondition not met: {missing}", 0.0)
+            reason = test.skip_reason or f"precondition not met: {missing}"
+            self._test_row(test, TEST_SKIPPED, reason, 0.0)
             progress.skip_queries(len(queries))
             return False
         self._on_every_server(measurer, test, statements(test, DROP_KINDS), stage=None)
@@ -276,7 +283,7 @@ class Run:
                     progress.skip_queries(1)
                     self._ended.add((test.name, q.index))
                     continue
-                progress.start_query(test.name, q.index)
+                progress.start_query(test.name, q.index, q.name)
                 measurer.measure(test, q, sides)
                 self._ended.add((test.name, q.index))
                 progress.end_query()

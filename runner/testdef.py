@@ -11,6 +11,7 @@ Format history: 1 -- the ClickHouse format as of 2024, plus `Statement` location
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import xml.parsers.expat
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,6 +46,7 @@ class TestQuery:
     index: int  # position after substitution; (test, index) is the query's identity
     sql: str
     location: Location  # the <query> element it came from
+    name: str = ""  # its tag="..." attribute, substituted: a display name
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Statement:
     kind: str  # "create_query", "fill_query", "query" or "drop_query"
     sql: str
     location: Location
+    name: str = ""  # a <query>'s tag="..." attribute, substituted
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class TestDef:
     statements: tuple[Statement, ...] = ()
     max_query_seconds: float | None = None  # limit of each prewarm and measured run
     required_tables: tuple[str, ...] = ()  # <preconditions><table_exists>: else skipped
+    profile_all_queries: bool = False  # profile every query, not only the changed ones
+    skip_reason: str = ""  # needs what chperf does not provide (requires_s3): skipped
 
     @property
     def is_long(self) -> bool:
@@ -95,8 +100,22 @@ LEGACY_ELEMENTS = frozenset(
     {"stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
 )
 KNOWN_ELEMENTS = frozenset({"settings", "substitutions", "tags", "preconditions", *STATEMENT_KINDS})
-TEST_ATTRIBUTES = frozenset({"max_ignored_relative_change", "max_query_seconds"})
-QUERY_ATTRIBUTES = frozenset({"short"})  # ClickHouse's hint for short queries; we adapt runs
+TEST_ATTRIBUTES = frozenset(
+    {
+        "max_ignored_relative_change",
+        "max_query_seconds",
+        "run_all_queries",  # chperf always runs every query
+        "profile_all_queries",
+        "requires_s3",
+        "requires_s3_read_dataset",
+    }
+)
+# short: ClickHouse's old hint for short queries (run counts are adaptive here); tag: a display
+# name; file: the statement's text in a file; do_not_check_in_pr: ClickHouse's CI only.
+QUERY_ATTRIBUTES = frozenset({"short", "tag", "file", "do_not_check_in_pr"})
+UNSUPPORTED_ELEMENTS = {
+    "include": "<include> fragments are not supported; inline the fragment",
+}  # ClickHouse's hint for short queries; we adapt runs
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -164,12 +183,18 @@ def _render(template: str, values: Mapping[str, str]) -> str:
     return _TOKEN.sub(replace, template)
 
 
-def expand(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[str]:
-    """All expansions of a template: cartesian product over its placeholders, names sorted.
-    Every placeholder must be declared in `substitutions` (load_test checks this first)."""
-    names = sorted({name for name, _ in _placeholders(template)})
+def combinations(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """The values of each expansion of a template: cartesian product over its declared
+    placeholders, names sorted, the last varying fastest."""
+    names = sorted({name for name, _ in _placeholders(template) if name in substitutions})
     combos = itertools.product(*(substitutions[name] for name in names))
-    return [_render(template, dict(zip(names, combo, strict=True))) for combo in combos]
+    return [dict(zip(names, combo, strict=True)) for combo in combos]
+
+
+def expand(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[str]:
+    """All expansions of a template. Every placeholder must be declared in `substitutions`
+    (load_test checks this first)."""
+    return [_render(template, values) for values in combinations(template, substitutions)]
 
 
 def _check_placeholders(
@@ -187,8 +212,37 @@ def _check_placeholders(
             )
 
 
+def _settings_file(path: Path, element: _Element) -> list[tuple[str, str]]:
+    """<settings file="x.json">: a JSON object of settings, relative to the test file; the
+    element's own children come after it, so they win."""
+    file = element.attrs.get("file")
+    if file is None:
+        return []
+    source = path.parent / file
+    location = Location(path, element.line)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise TestDefError(location, f"<settings file={file!r}>: {source}: {e.strerror}") from e
+    except (ValueError, UnicodeDecodeError) as e:
+        raise TestDefError(location, f"<settings file={file!r}>: {source}: not JSON: {e}") from e
+    if not isinstance(data, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in data.values()
+    ):
+        raise TestDefError(
+            location, f"<settings file={file!r}>: expected an object of setting: value"
+        )
+    return [(str(k), _setting_value(v)) for k, v in data.items()]
+
+
+def _setting_value(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
 def _parse_settings(path: Path, element: _Element) -> list[tuple[str, str]]:
-    settings = []
+    settings = _settings_file(path, element)
     for child in element.children:
         if child.children:
             raise TestDefError(
@@ -217,7 +271,11 @@ def _parse_substitution(path: Path, element: _Element) -> tuple[str, list[str]]:
             Location(path, element.line),
             f"substitution name {name!r} is not an identifier",
         )
-    values_element = _only_child(path, element, "values")
+    wrappers = [c for c in element.children if c.tag == "values"]
+    if not wrappers and any(c.tag == "value" for c in element.children):
+        values_element = element  # <value> elements without a <values> wrapper
+    else:
+        values_element = _only_child(path, element, "values")
     values = [v.text.strip() for v in values_element.children if v.tag == "value"]
     if not values:
         raise TestDefError(
@@ -273,6 +331,18 @@ def _parse_threshold(path: Path, root: _Element) -> float | None:
     )
 
 
+def _flag(root: _Element, name: str) -> bool:
+    return root.attrs.get(name, "0").strip().lower() in ("1", "true", "yes")
+
+
+def _unprovided(root: _Element) -> str:
+    """Why the test cannot run here: it needs S3 storage, which chperf's servers do not have."""
+    needs = [name for name in ("requires_s3", "requires_s3_read_dataset") if _flag(root, name)]
+    if not needs:
+        return ""
+    return f"needs S3 storage ({', '.join(needs)}=1), which chperf does not provide"
+
+
 def _parse_max_query_seconds(path: Path, root: _Element) -> float | None:
     return _number_attribute(
         path, root, "max_query_seconds", positive=True, hint="write seconds, e.g. 30"
@@ -317,6 +387,53 @@ def _warnings(path: Path, root: _Element) -> list[Diagnostic]:
     return found
 
 
+def _statement_text(path: Path, element: _Element) -> str:
+    """The element's SQL: its text, or the file its file="..." names (relative to the test
+    file), which must hold one statement."""
+    file = element.attrs.get("file")
+    if file is None:
+        return element.text.strip()
+    source = path.parent / file
+    location = Location(path, element.line)
+    if element.text.strip():
+        raise TestDefError(location, f"<{element.tag}> has both file={file!r} and text")
+    try:
+        text = source.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise TestDefError(location, f"<{element.tag} file={file!r}>: {source}: {reason}") from e
+    text = text.rstrip(";").rstrip()
+    if ";" in _without_literals(text).rstrip(";"):
+        raise TestDefError(
+            location,
+            f"<{element.tag} file={file!r}> holds several statements",
+            hint="chperf measures one statement per query: one file per statement",
+        )
+    return text
+
+
+def _without_literals(sql: str) -> str:
+    """SQL with quoted strings and comments removed, to look for statement separators."""
+    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/", "", sql, flags=re.S)
+
+
+def _check_statement(path: Path, element: _Element, sql: str) -> None:
+    location = Location(path, element.line)
+    if element.attrs.get("type") == "shell":
+        raise TestDefError(
+            location,
+            'shell queries (<query type="shell">) are not supported',
+            hint="measure SQL statements; a client-side benchmark needs its own tool",
+        )
+    if re.match(r"\s*CREATE\s+TEMPORARY\s+TABLE\b", sql, re.I):
+        raise TestDefError(
+            location,
+            "CREATE TEMPORARY TABLE: a temporary table lives in one session, and chperf runs "
+            "each statement in its own",
+            hint="create a regular table and drop it in <drop_query>",
+        )
+
+
 def _statements(
     path: Path, root: _Element, substitutions: Mapping[str, Sequence[str]]
 ) -> list[Statement]:
@@ -324,13 +441,27 @@ def _statements(
     for element in root.children:
         if element.tag not in STATEMENT_KINDS:
             continue
-        if not element.text.strip():
+        text = _statement_text(path, element)
+        if not text:
             raise TestDefError(Location(path, element.line), f"empty <{element.tag}>")
-        _check_placeholders(path, element, substitutions)
+        _check_statement(path, element, text)
+        if "file" not in element.attrs:
+            _check_placeholders(path, element, substitutions)
         location = Location(path, element.line)
-        for sql in expand(element.text.strip(), substitutions):
-            statements.append(Statement(element.tag, sql, location))
+        tag = element.attrs.get("tag", "")
+        from_file = "file" in element.attrs  # a file's text is used as it is
+        for values in combinations(("" if from_file else text) + " " + tag, substitutions):
+            sql = text if from_file else _render(text, values)
+            statements.append(Statement(element.tag, sql, location, _render_name(tag, values)))
     return statements
+
+
+def _render_name(template: str, values: Mapping[str, str]) -> str:
+    """A tag's placeholders filled in; one no substitution declares stays as written."""
+    return _TOKEN.sub(
+        lambda m: values.get(m.group(1), m.group(0)) if m.group(1) else m.group(0)[0],
+        template,
+    )
 
 
 def _unused_substitutions(
@@ -356,6 +487,8 @@ def parse_test(path: Path, data: bytes) -> TestDef:
     settings: list[tuple[str, str]] = []
     substitutions: dict[str, list[str]] = {}
     for child in root.children:
+        if child.tag in UNSUPPORTED_ELEMENTS:
+            raise TestDefError(Location(path, child.line), UNSUPPORTED_ELEMENTS[child.tag])
         if child.tag == "settings":
             settings += _parse_settings(path, child)
         elif child.tag == "substitutions":
@@ -381,11 +514,13 @@ def parse_test(path: Path, data: bytes) -> TestDef:
         create_queries=tuple(s.sql for s in statements if s.kind == "create_query"),
         fill_queries=tuple(s.sql for s in statements if s.kind == "fill_query"),
         drop_queries=tuple(s.sql for s in statements if s.kind == "drop_query"),
-        queries=tuple(TestQuery(i, q.sql, q.location) for i, q in enumerate(queries)),
+        queries=tuple(TestQuery(i, q.sql, q.location, q.name) for i, q in enumerate(queries)),
         tags=frozenset(tags),
         max_ignored_relative_change=_parse_threshold(path, root),
         max_query_seconds=_parse_max_query_seconds(path, root),
         required_tables=required,
+        profile_all_queries=_flag(root, "profile_all_queries"),
+        skip_reason=_unprovided(root),
         warnings=tuple(_warnings(path, root) + _unused_substitutions(path, root, substitutions)),
         statements=tuple(statements),
     )

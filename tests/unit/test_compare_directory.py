@@ -203,3 +203,31 @@ def test_unknown_manifest_schema_version_is_a_bad_input_error(tmp_path: Path) ->
 def test_exit_code_follows_the_status() -> None:
     assert CompareResult("success", "1 unchanged").exit_code is ExitCode.OK
     assert CompareResult("failure", "1 slower").exit_code is ExitCode.CHECK_FAILED
+
+
+def test_queries_not_run_make_a_passing_check_incomplete_with_exit_code_4(
+    tmp_path: Path,
+) -> None:
+    from artifacts.tables import ErrorRow
+    from tests.runs import STEADY_7, write_artifacts
+
+    stopped = ErrorRow("t", 1, "both", "not run", 0, "the suite budget of 30m ran out")
+    out = write_artifacts(tmp_path / "run", {0: (STEADY_7, STEADY_7[::-1]), 1: ((), ())}, [stopped])
+    result = compare_directory(out, CompareOptions())
+    assert result.status == "incomplete" and result.exit_code is ExitCode.INCOMPLETE
+    assert result.counts["not run"] == 1 and result.counts["unchanged"] == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "incomplete"
+    assert "1 not run" in summary["message"]
+
+
+def test_a_run_stopped_before_its_first_query_is_incomplete_not_failed(tmp_path: Path) -> None:
+    from artifacts.tables import TESTS, TestRow
+    from artifacts.tsv import write_table
+    from tests.runs import write_artifacts
+
+    out = write_artifacts(tmp_path / "run", {0: ((), ())})
+    write_table(out, TESTS, [TestRow("t", "t.xml", "not run", "terminated (SIGTERM)", 0.0)])
+    result = compare_directory(out, CompareOptions())
+    assert result.status == "incomplete", result.failures
+    assert result.counts["not run"] == 1

@@ -224,3 +224,66 @@ def test_repository_suite_parses_without_errors() -> None:
     suite = REPO / "perf_tests"
     for path in discover([suite]):
         load_test(path)
+
+
+def test_clickhouse_attributes_and_files_of_the_real_format(tmp_path: Path) -> None:
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "q1.sql").write_text("SELECT ';' -- not a separator;\n;\n")
+    (tmp_path / "settings.json").write_text('{"max_threads": 4, "use_uncompressed_cache": true}')
+    path = tmp_path / "real.xml"
+    path.write_text(
+        """<test run_all_queries="1" profile_all_queries="1" max_query_seconds="60"
+      max_ignored_relative_change="1.0">
+    <settings file="settings.json"><max_threads>1</max_threads></settings>
+    <substitutions><substitution><name>n</name><value>10</value><value>20</value></substitution>
+    </substitutions>
+    <query tag="sum of {n}" short="{n} &lt; 15">SELECT sum(number) FROM numbers({n})</query>
+    <query file="queries/q1.sql" tag="from a file"/>
+    <create_query do_not_check_in_pr="1">CREATE TABLE t (x UInt8) ENGINE = Memory</create_query>
+</test>"""
+    )
+    test = load_test(path)
+    assert test.warnings == ()
+    assert [(q.index, q.sql, q.name) for q in test.queries] == [
+        (0, "SELECT sum(number) FROM numbers(10)", "sum of 10"),
+        (1, "SELECT sum(number) FROM numbers(20)", "sum of 20"),
+        (2, "SELECT ';' -- not a separator;", "from a file"),
+    ]
+    # The file's settings first, the element's own after them: the last one wins.
+    assert dict(test.settings) == {"max_threads": "1", "use_uncompressed_cache": "1"}
+    assert test.max_query_seconds == 60.0 and test.profile_all_queries
+    assert test.max_ignored_relative_change == 1.0
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('<query file="missing.sql"/>', "missing.sql: No such file"),
+        ('<query file="two.sql"/>', "holds several statements"),
+        ('<query file="two.sql">SELECT 1</query>', "both file="),
+        ('<query type="shell">clickhouse-client -q 1</query>', "shell queries"),
+        (
+            "<create_query>CREATE TEMPORARY TABLE x (a UInt8)</create_query><query>1</query>",
+            "CREATE TEMPORARY TABLE",
+        ),
+        ('<include file="x.xml.inc"/><query>SELECT 1</query>', "<include> fragments"),
+        ('<settings file="bad.json"/><query>SELECT 1</query>', "not JSON"),
+    ],
+)
+def test_parts_of_the_format_chperf_cannot_honour_are_errors_naming_file_and_line(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    (tmp_path / "two.sql").write_text("SELECT 1; SELECT 2")
+    (tmp_path / "bad.json").write_text("{max_threads: 1")
+    path = tmp_path / "bad.xml"
+    path.write_text(f"<test>\n{body}\n</test>")
+    with pytest.raises(TestDefError) as caught:
+        load_test(path)
+    assert message in str(caught.value)
+    assert caught.value.location.line == 2
+
+
+def test_a_test_that_needs_s3_is_skipped_with_the_reason() -> None:
+    test = parse_test(Path("s3.xml"), b'<test requires_s3="1"><query>SELECT 1</query></test>')
+    assert "needs S3 storage (requires_s3=1)" in test.skip_reason
+    assert test.warnings == ()

@@ -210,3 +210,46 @@ def test_a_faster_change_needs_every_set_faster_and_a_noisy_one_stays_unstable()
     noisy = classify(with_processes(0.2, 0.12, 0.35, 0.02), DEFAULT)
     assert noisy.verdict is Verdict.UNSTABLE
     assert "not on every server process" in noisy.reason
+
+
+def test_a_max_ignored_relative_change_of_one_or_more_never_fails_the_check() -> None:
+    result = classify(measured(1.5, 0.03, max_ignored=1.0), DEFAULT)
+    assert result.verdict is Verdict.SLOWER
+    assert not result.fails_check
+    assert "does not fail the check" in result.reason
+    assert classify(measured(1.5, 0.03, max_ignored=0.99), DEFAULT).fails_check
+
+
+def too_long(*sides: str) -> QueryEvidence:
+    failures = tuple(Failure(s, "too long", f"the run1 run was stopped on {s}") for s in sides)
+    return QueryEvidence("t", 0, "SELECT 1", None, failures=failures, runs_reference=2)
+
+
+@pytest.mark.parametrize(
+    ("sides", "fails", "where"),
+    [
+        (("patched",), True, "the patched side only"),
+        (("reference",), False, "the reference side only"),
+        (("reference", "patched"), False, "both sides"),
+    ],
+)
+def test_a_query_over_its_time_limit_is_too_long_and_fails_only_on_the_patched_side(
+    sides: tuple[str, ...], fails: bool, where: str
+) -> None:
+    result = classify(too_long(*sides), DEFAULT)
+    assert result.verdict is Verdict.TOO_LONG
+    assert result.fails_check is fails
+    assert f"too long on {where}" in result.reason
+
+
+def test_a_query_not_run_is_neither_failed_nor_judged_even_with_runs_and_errors() -> None:
+    evidence = QueryEvidence(
+        "t", 0, "SELECT 1", None, runs_reference=2, runs_patched=2,
+        failures=(Failure("both", "not run", "terminated (SIGTERM)"),
+                  Failure("patched", "run", "Code: 241")),
+    )  # fmt: skip
+    result = classify(evidence, DEFAULT)
+    assert result.verdict is Verdict.NOT_RUN and not result.fails_check
+    assert result.reason == "not run: terminated (SIGTERM)"
+    whole = QueryEvidence("t", 0, "SELECT 1", None, not_run_reason="the suite budget ran out")
+    assert classify(whole, DEFAULT).verdict is Verdict.NOT_RUN

@@ -153,6 +153,8 @@ class Measurer:
         self.run_seconds = 0.0
         # Client times of the current test's queries, for interim verdicts (profiling).
         self.samples: dict[int, dict[str, list[float]]] = {}
+        # The first failure of each of the current test's queries, for the console.
+        self.first_failures: dict[int, str] = {}
         self.stop_rule = stop_rule
         self.discoveries = 0  # queries stopped as changed with an FDR-safe p-value
         self.wakes = 0
@@ -350,6 +352,7 @@ class Measurer:
     def _record(
         self, test: TestDef, query: TestQuery, side: str, stage: str, code: int, message: str
     ) -> None:
+        self.first_failures.setdefault(query.index, f"{stage} on {side}: {message}")
         self.writers.errors.write(ErrorRow(test.name, query.index, side, stage, code, message))
 
     def _cancel(self, process: int, side: str, qid: str) -> bool:

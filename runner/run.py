@@ -101,6 +101,10 @@ class Run:
                 self.manifest.servers_started([pair.infos() for pair in sets])
             status = COMPLETE
         finally:
+            # Every test gets its row, also when the run stops early (signal, server failure).
+            stopped = _stop_reason(sys.exc_info()[1])
+            for test in self.loaded.tests:
+                self._not_run(test, stopped)
             self.writers.close()
             end = datetime.now(UTC).isoformat(timespec="seconds")
             self.manifest.finish(status, end, time.monotonic() - self._start)
@@ -139,7 +143,6 @@ class Run:
         if self.options.profile.mode != "none" and sets:
             timeout = self.options.limits.run_seconds
             profiler = Profiler(sets[0], self.options.out, self.options.profile, timeout)
-        stopped = "the run stopped before it"
         current: TestDef | None = None
         try:
             if stop_rule is not None and sets:
@@ -156,19 +159,13 @@ class Run:
                 self._teardown(measurer, test)
                 self.clock.end_test()
                 measurer.samples.clear()
+                measurer.first_failures.clear()
             current = None
-        except (KeyboardInterrupt, Terminated) as e:
-            stopped = "interrupted (SIGINT)" if isinstance(e, KeyboardInterrupt) else ""
-            stopped = stopped or "terminated (SIGTERM)"
+        except (KeyboardInterrupt, Terminated):
             if current is not None:
                 self._collect_after_interrupt(measurer, current)
             raise
-        except BaseException as e:
-            stopped = f"the run stopped: {e}"
-            raise
         finally:
-            for test in tests:
-                self._not_run(test, stopped)
             self.manifest.measurement_ended(measurer.run_seconds, measurer.wakes)
             if profiler is not None:
                 self.manifest.profiles_taken(
@@ -288,6 +285,13 @@ class Run:
                 self._ended.add((test.name, q.index))
                 progress.end_query()
             measurer.collect_query_log(test.name)
+            if not any(all(t.values()) for t in measurer.samples.values()):
+                why = next(iter(measurer.first_failures.values()), "no runs")
+                print(
+                    f"chperf: {test.name}: no query was measured on both sides: "
+                    f"{console_text(why)}",
+                    file=sys.stderr,
+                )
         else:
             status, reason = TEST_ERROR, f"setup failed: {setup_error}"
             print(f"chperf: {test.name}: {console_text(reason)}", file=sys.stderr)
@@ -342,6 +346,17 @@ class Run:
                 where = f"during {test.name} {stage or 'drop'} queries"
                 measurer.recover(side, test.name, WHOLE_TEST, where, outcome.gone.message, process)
         return errors
+
+
+def _stop_reason(error: BaseException | None) -> str:
+    """Why the queries a run did not reach are "not run"."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
+    if isinstance(error, Terminated):
+        return "terminated (SIGTERM)"
+    if error is not None:
+        return f"the run stopped: {console_text(str(error), 200)}"
+    return "the run ended before it"
 
 
 def _other(sides: tuple[str, ...]) -> str:

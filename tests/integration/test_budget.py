@@ -63,6 +63,7 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     too_long = [e for e in read_table(out, ERRORS).rows if e.stage == "too long"]
     assert len({e.query_index for e in too_long}) == 4
     assert all("1 s limit" in e.message for e in too_long)
+    assert "long_queries: no query was measured on both sides: too long on" in done.stderr
     # The fill fails on every server: the test is an error with the server's own message.
     assert tests["badfill"] == {"error"}
     rows = {t.test: t for t in read_table(out, TESTS).rows}

@@ -1,0 +1,168 @@
+"""The paired statistic (the default method): a rank test within the ABBA blocks of a query's
+runs, its Hodges-Lehmann estimate of the change and the confidence interval that inverts the
+test (docs/method.md, "The verdict statistic").
+
+Runs come in blocks of two pairs on one server process set (runner/schedule.py): four runs,
+two a side, in the order R P P R or P R R P. Under "no change" the two sides are exchangeable
+within a block, so any 2 of its 4 runs are equally likely to be the patched ones: 6
+arrangements a block (2 for a block of one pair), 6^3 x 2 = 432 for 7 runs a side. The
+statistic W counts, over the blocks, the patched runs that are slower than a reference run of
+the same block (ties count half): its null distribution depends only on the block counts, so
+it is exact, deterministic and tabulated once per structure. The smallest two-sided p-value
+at 7 runs a side is 2/432, below the 1% level.
+
+The estimate D is the median of the within-block cross differences ln(patched) -
+ln(reference) (4 a block, 1 a one-pair block); the 99% interval is a pair of their order
+statistics, at ranks the null distribution gives. D always lies inside it; the query is
+significant exactly when the interval excludes 0. T is the distance on the log scale from D
+to the end of the interval nearer 0, so |D| >= T holds exactly when the interval excludes 0.
+
+compare/blocked.sql computes the same for every query of a run in one chDB query; this module
+is its reference (tests compare them) and the stop rule's look, at microseconds a query.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+# Two-sided level of the test and of the interval: a query with no real change is called
+# significant in at most 1% of runs, as ClickHouse's 0.99 quantile.
+ALPHA = 0.01
+# Counts of W in one block of two pairs over its 6 arrangements: how many of the 4 (patched,
+# reference) cross pairs have the patched run slower (0..4), and in a one-pair block (0..1).
+FULL_BLOCK = (1, 1, 2, 1, 1)
+HALF_BLOCK = (1, 1)
+PAIRS_PER_BLOCK = 2
+
+Pair = tuple[float, float]  # (reference, patched) client times of one run number
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The blocks of a query: of two pairs (full) and of one (the last pair of an odd count,
+    or a block a failed run cut short)."""
+
+    full: int
+    half: int
+
+    @property
+    def cross(self) -> int:
+        return 4 * self.full + self.half
+
+
+@dataclass(frozen=True)
+class BlockedStats:
+    pairs: int
+    diff_log: float  # D on the log scale: the Hodges-Lehmann estimate
+    ci_low_log: float  # -inf when the run count cannot reach the level
+    ci_high_log: float  # +inf likewise
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low_log > 0 or self.ci_high_log < 0
+
+    @property
+    def decidable(self) -> bool:
+        """Whether this many runs can be significant at all."""
+        return math.isfinite(self.ci_low_log)
+
+    @property
+    def threshold_log(self) -> float:
+        """T on the log scale: from D to the interval's end nearer 0."""
+        if self.diff_log >= 0:
+            return self.diff_log - self.ci_low_log
+        return self.ci_high_log - self.diff_log
+
+    @property
+    def diff(self) -> float:
+        return math.expm1(self.diff_log)
+
+    @property
+    def threshold(self) -> float:
+        """T as a change of the same sign as D, so |D| >= T here exactly when it holds on the
+        log scale: a speedup's T is 1 - exp(-t), a slowdown's exp(t) - 1."""
+        return printed_threshold(self.diff_log, self.threshold_log)
+
+
+def printed_threshold(diff_log: float, threshold_log: float) -> float:
+    if not math.isfinite(threshold_log):
+        return math.inf
+    return abs(math.expm1(math.copysign(threshold_log, diff_log if diff_log else 1.0)))
+
+
+@cache
+def null_counts(structure: Structure) -> tuple[int, ...]:
+    """How many of the arrangements give W = 0, 1, ..., structure.cross."""
+    counts = np.array([1], dtype=np.int64)
+    for _ in range(structure.full):
+        counts = np.convolve(counts, FULL_BLOCK)
+    for _ in range(structure.half):
+        counts = np.convolve(counts, HALF_BLOCK)
+    return tuple(int(c) for c in counts)
+
+
+@cache
+def critical_rank(structure: Structure, alpha: float = ALPHA) -> int:
+    """The largest k with P(W <= k - 1) <= alpha / 2: the interval is the k-th smallest and
+    the k-th largest cross difference; 0 when no interval reaches the level."""
+    counts = null_counts(structure)
+    total = sum(counts)
+    k, tail = 0, 0
+    while k < len(counts) and (tail + counts[k]) / total <= alpha / 2:
+        tail += counts[k]
+        k += 1
+    return k
+
+
+def smallest_p_value(structure: Structure) -> float:
+    counts = null_counts(structure)
+    return min(1.0, 2 * counts[0] / sum(counts))
+
+
+def p_value(structure: Structure, w: float) -> float:
+    """Two-sided, conservative with ties (W a half-integer): P(W <= ceil(w)) and
+    P(W >= floor(w)), the smaller doubled."""
+    counts = null_counts(structure)
+    total = sum(counts)
+    low = sum(counts[: math.ceil(w) + 1]) / total
+    high = sum(counts[math.floor(w) :]) / total
+    return min(1.0, 2 * min(low, high))
+
+
+def structure_of(pairs: int) -> Structure:
+    return Structure(pairs // PAIRS_PER_BLOCK, pairs % PAIRS_PER_BLOCK)
+
+
+def cross_differences(pairs: Sequence[Pair]) -> np.ndarray:
+    """ln(patched) - ln(reference) for every patched and reference run of the same block."""
+    logs = np.log(np.asarray(pairs, dtype=np.float64).reshape(-1, 2))
+    out = []
+    for start in range(0, len(logs), PAIRS_PER_BLOCK):
+        block = logs[start : start + PAIRS_PER_BLOCK]
+        out.append((block[:, 1][:, None] - block[:, 0][None, :]).ravel())
+    return np.concatenate(out) if out else np.empty(0)
+
+
+def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
+    """The statistic of one query from its pairs in run order (every time above 0)."""
+    if not pairs:
+        raise ValueError("no pairs")
+    structure = structure_of(len(pairs))
+    cross = np.sort(cross_differences(pairs))
+    diff = float(np.median(cross))
+    k = critical_rank(structure, alpha)
+    low = float(cross[k - 1]) if k else -math.inf
+    high = float(cross[len(cross) - k]) if k else math.inf
+    w = float(np.count_nonzero(cross > 0) + 0.5 * np.count_nonzero(cross == 0))
+    return BlockedStats(len(pairs), diff, low, high, p_value(structure, w))
+
+
+def hodges_lehmann(pairs: Sequence[Pair]) -> float:
+    """D alone, for a process set's own pairs."""
+    return math.expm1(float(np.median(cross_differences(pairs))))

@@ -4,7 +4,7 @@ Readers take files of every version: a column a file lacks reads as NULL.
 
 Format history:
   1 -- test .. runs_patched; then, additively, ci_low, ci_high, equivalence, min_effect,
-       calibration and process_diffs.
+       calibration, process_diffs and ci_level.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ VERDICT_COLUMNS = (
     "min_effect",
     "calibration",
     "process_diffs",
+    "ci_level",
 )
 # What every version of the file has; the rest read as NULL where absent.
 _VERDICT_REQUIRED = 5
@@ -78,6 +79,7 @@ class VerdictRow:
     min_effect: float | None = None
     calibration: str = ""  # "calibrated" / "not calibrated: why" with --calibration
     process_diffs: tuple[float, ...] = ()  # D of each server process set
+    ci_level: float | None = None  # of ci_low..ci_high: 0.99 paired, 0.95 pooled
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ def _verdict_cells(v: VerdictRow) -> tuple[object, ...]:
         v.min_effect,
         v.calibration or None,
         ",".join(repr(d) for d in v.process_diffs) or None,
+        v.ci_level,
     )
 
 
@@ -154,6 +157,7 @@ def _verdict(v: Sequence[str]) -> VerdictRow:
         min_effect=optional_float(v[14]),
         calibration=optional_text(v[15]),
         process_diffs=() if v[16] in (NULL, "") else tuple(float(d) for d in v[16].split(",")),
+        ci_level=optional_float(v[17]),
     )
 
 

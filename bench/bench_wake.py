@@ -29,13 +29,14 @@ from pathlib import Path
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compare.interim import InterimJudge
-from compare.paired import trim_count
 from compare.verdict import Thresholds
 from runner.executor import HttpExecutor
 from runner.measure import WAKE_QUERY, WAKE_SETTINGS, samples_of
 from runner.server import ServerSpec
 from runner.servers import started_servers
 
+# The midmean: a robust centre of a wake-up series.
+TRIM = 0.25
 SETUP = (
     "CREATE TABLE wake_t (k UInt64, s String, v Float64) ENGINE = MergeTree ORDER BY k",
     "INSERT INTO wake_t SELECT number, toString(number % 10000), number / 3 FROM numbers(3000000)",
@@ -45,9 +46,9 @@ SETTINGS = {"max_threads": "1"}
 
 
 def trimmed_mean(values: list[float]) -> float:
-    """The trimmed mean of compare's paired statistic (compare.paired.trim_count a side)."""
+    """The 25% trimmed mean (TRIM a side)."""
     ordered = sorted(values)
-    k = trim_count(len(ordered))
+    k = int(len(ordered) * TRIM)
     return statistics.fmean(ordered[k : len(ordered) - k])
 
 

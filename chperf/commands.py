@@ -32,7 +32,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         # with the signal's code. Further signals are ignored until then (chperf/cli.py).
         if (run_options.out / MANIFEST).exists():
             print("chperf: comparing what was measured before the interrupt", file=sys.stderr)
-            analyze(run_options.out, options.compare_options(args))
+            try:
+                analyze(run_options.out, options.compare_options(args))
+            except Exception as e:  # the signal decides the exit code; say what else failed
+                print(f"chperf: comparing after the interrupt failed: {e}", file=sys.stderr)
         raise
     print(f"chperf: artifacts in {run_options.out}", file=sys.stderr)
     return analyze(run_options.out, options.compare_options(args))

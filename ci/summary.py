@@ -18,7 +18,7 @@ from artifacts.status import CheckStatus, write_status
 from artifacts.summary import SummaryQuery, read_summary
 from artifacts.tables import TESTS
 from artifacts.tsv import read_table
-from report.display import duration, percent, ratio, ratio_text
+from report.display import MISSING, change, duration, percent, ratio_interval
 
 MARKER = "<!-- chperf:perf-check -->"
 # Rows of the changed-queries table: a comment people read, the report has them all.
@@ -96,7 +96,7 @@ def load(out: Path, options: SummaryOptions) -> CheckSummary:
         message=summary.message,
         counts=summary.counts,
         changed=tuple(_ordered([q for q in lines if q.verdict in LISTED_VERDICTS])),
-        unstable=tuple(q for q in lines if q.verdict == "unstable"),
+        unstable=tuple(q for q in lines if q.verdict in ("unstable", "inconclusive")),
         servers=_servers(manifest),
     )
 
@@ -107,7 +107,7 @@ def _line(q: SummaryQuery, files: dict[str, str]) -> QueryLine:
 
 def _ordered(lines: list[QueryLine]) -> list[QueryLine]:
     def key(q: QueryLine) -> tuple[int, float, str, int]:
-        r = ratio(q.reference_median, q.patched_median) or 1.0
+        r = 1 + q.diff if q.diff is not None and q.diff > -1 else 1.0
         biggest_first = -max(r, 1 / r)
         return (LISTED_VERDICTS.index(q.verdict), biggest_first, q.test, q.query_index)
 
@@ -148,16 +148,16 @@ def render_markdown(s: CheckSummary, options: SummaryOptions) -> str:
 
 def _table(lines: Sequence[QueryLine]) -> list[str]:
     rows = [
-        "| Verdict | Test | Query | Reference | Patched | Change | Threshold |",
-        "|---|---|---:|---:|---:|---|---:|",
+        "| Verdict | Test | Query | Reference median | Patched median | Change | Interval | T |",
+        "|---|---|---:|---:|---:|---|---|---:|",
     ]
     for q in lines[:MAX_ROWS]:
-        change = ratio_text(ratio(q.reference_median, q.patched_median))
+        interval = ratio_interval(q.ci_low, q.ci_high, q.ci_level) or MISSING
         threshold = percent(q.threshold, signed=False)
         rows.append(
             f"| {q.verdict} | {_cell(q.test)} | {q.query_index} | "
-            f"{duration(q.reference_median)} | {duration(q.patched_median)} | {change} | "
-            f"{threshold} |"
+            f"{duration(q.reference_median)} | {duration(q.patched_median)} | "
+            f"{change(q.diff)} | {interval} | {threshold} |"
         )
     if len(lines) > MAX_ROWS:
         rows.append(f"\n…and {len(lines) - MAX_ROWS} more in the report.")
@@ -195,8 +195,7 @@ def error_annotations(s: CheckSummary) -> list[str]:
     for q in s.changed:
         if q.verdict not in FAILING_VERDICTS:
             continue
-        change = ratio_text(ratio(q.reference_median, q.patched_median))
-        title = f"{q.test} query {q.query_index} is {change}"
+        title = f"{q.test} query {q.query_index} is {change(q.diff)}"
         message = (
             f"median {duration(q.reference_median)} on reference, "
             f"{duration(q.patched_median)} on patched "

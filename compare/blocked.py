@@ -24,11 +24,17 @@ is its reference (tests compare them) and the stop rule's look, at microseconds 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import count
+from typing import TypeVar
 
 import numpy as np
+
+from compare.engine import SqlEngine
+
+K = TypeVar("K", bound=Hashable)
 
 # Two-sided level of the test and of the interval: a query with no real change is called
 # significant in at most 1% of runs, as ClickHouse's 0.99 quantile.
@@ -120,6 +126,12 @@ def critical_rank(structure: Structure, alpha: float = ALPHA) -> int:
     return k
 
 
+def test_size(structure: Structure, alpha: float = ALPHA) -> float:
+    """The share of arrangements the test calls significant: 2 P(W <= k - 1)."""
+    counts = null_counts(structure)
+    return 2 * sum(counts[: critical_rank(structure, alpha)]) / sum(counts)
+
+
 def smallest_p_value(structure: Structure) -> float:
     counts = null_counts(structure)
     return min(1.0, 2 * counts[0] / sum(counts))
@@ -128,11 +140,18 @@ def smallest_p_value(structure: Structure) -> float:
 def p_value(structure: Structure, w: float) -> float:
     """Two-sided, conservative with ties (W a half-integer): P(W <= ceil(w)) and
     P(W >= floor(w)), the smaller doubled."""
-    counts = null_counts(structure)
-    total = sum(counts)
-    low = sum(counts[: math.ceil(w) + 1]) / total
-    high = sum(counts[math.floor(w) :]) / total
+    cdf = null_cdf(structure)
+    low = cdf[math.ceil(w)]
+    high = 1.0 if math.floor(w) == 0 else 1 - cdf[math.floor(w) - 1]
     return min(1.0, 2 * min(low, high))
+
+
+@cache
+def null_cdf(structure: Structure) -> tuple[float, ...]:
+    """P(W <= w) for w = 0, 1, ...: the same doubles blocked.sql gets, so that both give
+    bit-identical p-values."""
+    counts = null_counts(structure)
+    return tuple(float(c) for c in np.cumsum(counts) / sum(counts))
 
 
 def structure_of(pairs: int) -> Structure:
@@ -141,12 +160,8 @@ def structure_of(pairs: int) -> Structure:
 
 def cross_differences(pairs: Sequence[Pair]) -> np.ndarray:
     """ln(patched) - ln(reference) for every patched and reference run of the same block."""
-    logs = np.log(np.asarray(pairs, dtype=np.float64).reshape(-1, 2))
-    out = []
-    for start in range(0, len(logs), PAIRS_PER_BLOCK):
-        block = logs[start : start + PAIRS_PER_BLOCK]
-        out.append((block[:, 1][:, None] - block[:, 0][None, :]).ravel())
-    return np.concatenate(out) if out else np.empty(0)
+    blocks = _cross_by_block(pairs)
+    return np.array([v for block in blocks for v in block], dtype=np.float64)
 
 
 def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
@@ -166,3 +181,133 @@ def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
 def hodges_lehmann(pairs: Sequence[Pair]) -> float:
     """D alone, for a process set's own pairs."""
     return math.expm1(float(np.median(cross_differences(pairs))))
+
+
+# A process set's own D counts once it has this many pairs (7 runs give 4 and 3).
+MIN_PROCESS_PAIRS = 3
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    """BlockedStats and the D of each process set with enough pairs (empty below two)."""
+
+    stats: BlockedStats
+    process_diffs: tuple[float, ...]
+
+
+class Blocked:
+    """blocked.sql over many series in one chDB session."""
+
+    def __init__(self, engine: SqlEngine) -> None:
+        self._engine = engine
+        self._files = count()
+
+    def statistics(
+        self, series: Mapping[K, tuple[Sequence[Pair], Sequence[int]]]
+    ) -> dict[K, BatchStats]:
+        """Per series, its pairs in run order (every time above 0) and each pair's process
+        set (empty: one set)."""
+        keys = [k for k in series if series[k][0]]
+        if not keys:
+            return {}
+        number = next(self._files)
+        pairs_file = self._engine.scratch / f"blocked-pairs-{number}.bin"
+        structures_file = self._engine.scratch / f"blocked-structures-{number}.tsv"
+        structures = {structure_of(len(series[key][0])) for key in keys}
+        _pairs_array(keys, series).tofile(pairs_file)
+        table = ["full\thalf\tk\tcdf\n"]
+        for s in sorted(structures, key=lambda s: (s.full, s.half)):
+            cdf = "[" + ",".join(repr(c) for c in null_cdf(s)) + "]"
+            table.append(f"{s.full}\t{s.half}\t{critical_rank(s)}\t{cdf}\n")
+        structures_file.write_text("".join(table), encoding="utf-8")
+        params = {"pairs": str(pairs_file), "structures": str(structures_file)}
+        rows = self._engine.rows("blocked.sql", params)
+        pairs_file.unlink()
+        structures_file.unlink()
+        return {keys[int(row[0])]: _parse(row) for row in rows}
+
+
+# blocked.sql's input, one row a pair, in ClickHouse's RowBinary layout: the times go in as
+# the doubles they are, never through text.
+PAIR_RECORD = np.dtype(
+    [
+        ("series", "<u8"),
+        ("position", "<u4"),
+        ("process", "<u4"),
+        ("reference", "<f8"),
+        ("patched", "<f8"),
+    ]
+)
+
+
+def _pairs_array(
+    keys: Sequence[K], series: Mapping[K, tuple[Sequence[Pair], Sequence[int]]]
+) -> np.ndarray:
+    sizes = [len(series[key][0]) for key in keys]
+    records = np.zeros(sum(sizes), dtype=PAIR_RECORD)
+    start = 0
+    for index, (key, size) in enumerate(zip(keys, sizes, strict=True)):
+        pairs, processes = series[key]
+        chunk = records[start : start + size]
+        chunk["series"] = index
+        chunk["position"] = np.arange(size)
+        if len(processes) == size:
+            chunk["process"] = processes
+        times = np.asarray(pairs, dtype=np.float64)
+        chunk["reference"] = times[:, 0]
+        chunk["patched"] = times[:, 1]
+        start += size
+    return records
+
+
+def _parse(row: list[str]) -> BatchStats:
+    stats = BlockedStats(
+        pairs=int(row[1]),
+        diff_log=float(row[2]),
+        ci_low_log=float(row[3]),
+        ci_high_log=float(row[4]),
+        p_value=float(row[5]),
+    )
+    sets = [
+        (int(n), float(median)) for _, n, median in (part.split(",") for part in _tuples(row[6]))
+    ]
+    usable = [math.expm1(median) for n, median in sets if n >= MIN_PROCESS_PAIRS]
+    return BatchStats(stats, tuple(usable) if len(usable) >= 2 else ())
+
+
+def _tuples(text: str) -> list[str]:
+    """ "[(0,4,0.1),(1,3,0.2)]" -> ["0,4,0.1", "1,3,0.2"]."""
+    inner = text.strip()[1:-1]
+    return [part.strip("()") for part in inner.split("),(")] if inner else []
+
+
+def process_diffs(pairs: Sequence[Pair], processes: Sequence[int]) -> tuple[float, ...]:
+    """D of each process set on its own blocks, in set order; empty unless at least two sets
+    have MIN_PROCESS_PAIRS pairs (the numpy twin of blocked.sql's `processes`)."""
+    if len(processes) != len(pairs):
+        return ()
+    by_set: dict[int, list[float]] = {}
+    counts: dict[int, int] = {}
+    cross = _cross_by_block(pairs)
+    for block, values in enumerate(cross):
+        number = processes[block * PAIRS_PER_BLOCK]
+        by_set.setdefault(number, []).extend(values)
+        counts[number] = counts.get(number, 0) + min(
+            PAIRS_PER_BLOCK, len(pairs) - block * PAIRS_PER_BLOCK
+        )
+    usable = [
+        math.expm1(float(np.median(by_set[n])))
+        for n in sorted(by_set)
+        if counts[n] >= MIN_PROCESS_PAIRS
+    ]
+    return tuple(usable) if len(usable) >= 2 else ()
+
+
+def _cross_by_block(pairs: Sequence[Pair]) -> list[list[float]]:
+    logs = np.log(np.asarray(pairs, dtype=np.float64).reshape(-1, 2))
+    return [
+        (block[:, 1][:, None] - block[:, 0][None, :]).ravel().tolist()
+        for block in (
+            logs[start : start + PAIRS_PER_BLOCK] for start in range(0, len(logs), PAIRS_PER_BLOCK)
+        )
+    ]

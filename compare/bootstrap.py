@@ -29,10 +29,12 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class RatioInterval:
-    """A confidence interval for patched_median / reference_median."""
+    """A confidence interval for the ratio patched / reference: of the medians (pooled, a
+    bootstrap) or of the paired estimate (the inverted blocked test)."""
 
     low: float
     high: float
+    level: float = CONFIDENCE
 
     def within(self, effect: float) -> bool:
         return self.low >= 1 - effect and self.high <= 1 + effect

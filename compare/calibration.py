@@ -8,7 +8,6 @@ the false-positive rate; `diff` and `flagged` show the server-to-server part.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,15 +35,6 @@ def flag_cutoff(verdict: QueryVerdict) -> float | None:
     if stats is None or stats.diff is None or verdict.min_effect is None:
         return None
     return max(stats.threshold_abs, verdict.min_effect * stats.reference_median)
-
-
-def paired_flag_cutoff(verdict: QueryVerdict) -> float | None:
-    """The same cutoff for the paired statistic, as a log ratio: max(T, min effect) on the
-    log scale, where the paired rule compares |trimmed mean of ln ratios| with T."""
-    stats = verdict.stats
-    if stats is None or stats.threshold is None or verdict.min_effect is None:
-        return None
-    return max(math.log1p(stats.threshold), math.log1p(verdict.min_effect))
 
 
 def calibration_rows(

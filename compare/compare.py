@@ -17,13 +17,13 @@ from artifacts.errors import ChperfError, ExitCode
 from artifacts.manifest import read_manifest
 from artifacts.summary import write_summary
 from artifacts.tables import PATCHED, REFERENCE, SIDES
+from compare.blocked import ALPHA, smallest_p_value, structure_of, test_size
 from compare.bootstrap import Bootstrap, RatioInterval
 from compare.calibration import (
     CALIBRATED,
     Calibration,
     calibration_rows,
     flag_cutoff,
-    paired_flag_cutoff,
     read_calibration,
 )
 from compare.engine import SqlEngine
@@ -32,7 +32,7 @@ from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_l
 from compare.metrics import gather_metrics
 from compare.noise import machine_noise
 from compare.outputs import MetricStats, summary_document, write_metrics, write_verdicts
-from compare.paired import PAIRED, smallest_p_value
+from compare.paired import PAIRED
 from compare.randomization import SAMPLED_SPLITS, Samples, SeriesStats
 from compare.statistics import QueryStatistics
 from compare.verdict import (
@@ -56,6 +56,7 @@ _MESSAGE_ORDER = (
     Verdict.SLOWER,
     Verdict.FASTER,
     Verdict.UNSTABLE,
+    Verdict.INCONCLUSIVE,
     Verdict.TOO_LONG,
     Verdict.PARTIAL,
     Verdict.ERROR,
@@ -109,7 +110,9 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
         randomization = statistics.randomization
         measurable = _measurable(evidence)
         stats = statistics.statistics(measurable)
-        intervals = _intervals(Bootstrap(engine).intervals(measurable), stats)
+        # The paired statistic brings its own interval; the bootstrap is for the rest.
+        pooled = {k: s for k, s in measurable.items() if stats[k].method != PAIRED}
+        intervals = _intervals(Bootstrap(engine).intervals(pooled), stats)
         discoveries = _discoveries(stats, options.fdr)
         verdicts = _classify(evidence, _Extra(stats, intervals, discoveries, calibration), options)
         metric_stats = randomization.statistics(metric_series.series)
@@ -141,7 +144,7 @@ def _intervals(
     found = dict(pooled)
     for key, s in stats.items():
         if s.paired_interval is not None:
-            found[key] = RatioInterval(*s.paired_interval)
+            found[key] = RatioInterval(*s.paired_interval, level=1 - ALPHA)
     return found
 
 
@@ -208,21 +211,20 @@ def _flag_rates(
     measurable: Mapping[tuple[str, int], Samples],
 ) -> dict[tuple[str, int], float]:
     """Per query, how often relabelling its own A/A runs would reach the per-query rule's
-    cutoff, under the method its statistics came from: pooled splits, or sign vectors."""
+    cutoff, under the method its statistics came from: pooled splits; for the paired method
+    the exact size of its test at the query's run count (the share of block arrangements
+    that are significant), an upper bound, since the rule also asks for the minimum effect."""
     pooled: dict[tuple[str, int], float] = {}
-    paired: dict[tuple[str, int], float] = {}
+    rates: dict[tuple[str, int], float] = {}
     for v in verdicts:
         key = (v.test, v.query_index)
         if key not in measurable:
             continue
         if v.stats is not None and v.stats.method == PAIRED:
-            if (cutoff := paired_flag_cutoff(v)) is not None:
-                paired[key] = cutoff
+            rates[key] = test_size(structure_of(v.stats.pairs))
         elif (cutoff := flag_cutoff(v)) is not None:
             pooled[key] = cutoff
-    rates = statistics.randomization.tail_shares({k: measurable[k] for k in pooled}, pooled)
-    usable = {k: [p for p in measurable[k].pairs if min(p) > 0] for k in paired}
-    rates.update(statistics.paired.tail_shares(usable, paired))
+    rates.update(statistics.randomization.tail_shares({k: measurable[k] for k in pooled}, pooled))
     return rates
 
 
@@ -291,7 +293,7 @@ def _smallest_p_value(verdicts: Sequence[QueryVerdict]) -> float | None:
         if s is None:
             continue
         if s.method == PAIRED and s.pairs > 0:
-            floors.append(smallest_p_value(s.pairs))
+            floors.append(smallest_p_value(structure_of(s.pairs)))
         elif not s.exact:
             floors.append(1 / (SAMPLED_SPLITS + 1))
     return min(floors, default=None)

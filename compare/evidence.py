@@ -220,7 +220,7 @@ def _with_test_status(
         return replace(evidence, not_run_reason=test.reason or "no reason given")
     if test is not None and test.status == TEST_ERROR and not failures:
         failures = [Failure("both", "test", test.reason or "no reason given")]
-    return replace(evidence, test_failures=tuple(failures))
+    return replace(evidence, test_failures=tuple(failures)) if failures else evidence
 
 
 def _client_time(queries: dict[QueryKey, _Query]) -> dict[QueryKey, Samples]:

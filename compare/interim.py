@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from compare.blocked import critical_rank, structure_of
 from compare.engine import SqlEngine
 from compare.paired import PAIRED
 from compare.randomization import Samples, SeriesStats
-from compare.statistics import QueryStatistics
+from compare.statistics import QueryStatistics, interim_paired
 from compare.verdict import MIN_RUNS, QueryEvidence, Thresholds, Verdict, classify
 
 QueryKey = tuple[str, int]
@@ -25,12 +26,17 @@ class InterimJudge:
         self._engine.close()
 
     def prepare(self, sizes: Iterable[int]) -> None:
-        """Build the paired vectors of these pair counts before any run, not during a look
-        (servers idle between two measured runs). Pooled splits are built on first use."""
+        """Tabulate the paired statistic's null distributions of these pair counts before any
+        run, not during a look. Pooled splits are built on first use."""
         if self._statistics.method == PAIRED:
-            self._statistics.paired.prepare(sizes)
+            for pairs in sizes:
+                critical_rank(structure_of(pairs))
 
     def stats(self, samples: Samples) -> SeriesStats | None:
+        """One look of the stop rule. The paired statistic in numpy (microseconds; the same
+        numbers as compare's chDB query); the pooled one in chDB."""
+        if self._statistics.method == PAIRED:
+            return interim_paired(samples)
         return self._statistics.statistics({0: samples}).get(0)
 
     def verdicts(

@@ -6,11 +6,12 @@ over queries. Typical values: docs/method.md, "The machine's noise".
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from compare.randomization import Samples
 
@@ -35,14 +36,16 @@ class Noise:
 
 def pair_spread(samples: Iterable[Samples], pairs: int = PAIRS) -> tuple[float, int] | None:
     """(median spread, queries counted), or None when no query has `pairs` positive pairs."""
-    spreads = []
+    rows = []
     for series in samples:
-        ratios = [math.log(p / r) for r, p in series.pairs[:pairs] if r > 0 and p > 0]
-        if len(ratios) == pairs:
-            spreads.append(statistics.pstdev(ratios))
-    if not spreads:
+        first = [(r, p) for r, p in series.pairs[:pairs] if r > 0 and p > 0]
+        if len(first) == pairs:
+            rows.append(first)
+    if not rows:
         return None
-    return statistics.median(spreads), len(spreads)
+    times = np.asarray(rows, dtype=np.float64)  # queries x pairs x (reference, patched)
+    spreads = np.log(times[:, :, 1] / times[:, :, 0]).std(axis=1)  # population sd
+    return float(np.median(spreads)), len(rows)
 
 
 def machine_noise(

@@ -49,6 +49,7 @@ def verdict_row(v: QueryVerdict) -> VerdictRow:
         min_effect=v.min_effect,
         calibration=v.calibration or "",
         process_diffs=_process_diffs(v),
+        ci_level=v.interval.level if v.interval is not None else None,
     )
 
 
@@ -91,6 +92,7 @@ def _summary_query(v: QueryVerdict) -> dict[str, Any]:
         "p_value": p_value,
         "ci_low": ci_low,
         "ci_high": ci_high,
+        "ci_level": v.interval.level if v.interval is not None else None,
         "equivalence": v.equivalence,
         "min_effect": v.min_effect,
         "calibration": v.calibration,

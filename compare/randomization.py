@@ -60,8 +60,12 @@ class SeriesStats:
     pairs: int = 0
     paired_significant: bool | None = None
     paired_interval: tuple[float, float] | None = None
-    # Each server process set's own D (paired.process_diffs): a change must show on each.
+    # Each server process set's own D (blocked.process_diffs): a change must show on each.
     process_diffs: tuple[float, ...] = ()
+    # The paired method's T on the log scale (|ln(1 + D)| >= it exactly when its interval
+    # excludes 0), and whether its run count can reach the level at all.
+    threshold_log: float | None = None
+    decidable: bool = True
 
     @property
     def beyond_threshold(self) -> bool:
@@ -70,8 +74,8 @@ class SeriesStats:
         uses it while the pairs are still too few for one."""
         if self.diff is None or self.threshold is None:
             return False
-        if self.method == "paired":
-            return abs(math.log1p(self.diff)) >= math.log1p(self.threshold) * (1 - 1e-9)
+        if self.threshold_log is not None:
+            return abs(math.log1p(self.diff)) >= self.threshold_log
         return abs(self.diff) >= self.threshold
 
     @property

@@ -20,7 +20,7 @@ from artifacts.tables import (
     STAGE_SERVER,
     STAGE_TOO_LONG,
 )
-from compare.bootstrap import CONFIDENCE, RatioInterval
+from compare.bootstrap import RatioInterval
 from compare.randomization import SeriesStats
 
 # Changes below 5% are too small to act on. ClickHouse's CI needs 10-15% on its machines;
@@ -52,6 +52,7 @@ class Verdict(Enum):
     PARTIAL = "partial"
     ERROR = "error"
     SKIPPED = "skipped"
+    INCONCLUSIVE = "inconclusive"  # too few runs for the test to reach its level at all
     TOO_LONG = "too long"  # a run over its time limit; fails the check on the patched side only
     NOT_RUN = "not run"  # a budget ran out or the run stopped first: the check is incomplete
 
@@ -222,7 +223,19 @@ def _measurement_problem(evidence: QueryEvidence) -> str | None:
 def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds) -> QueryVerdict:
     diff, threshold = stats.diff or 0.0, stats.threshold or 0.0
     min_effect = min_effect_for(evidence, thresholds)
-    figures = f"D {diff:+.1%}, T {threshold:.1%}, min effect {min_effect:.1%}, {stats.method}"
+    interval = ""
+    if stats.paired_interval is not None and stats.decidable:
+        low, high = stats.paired_interval
+        interval = f", 99% CI {low - 1:+.1%} to {high - 1:+.1%}"
+    figures = (
+        f"D {diff:+.1%}{interval}, T {threshold:.1%}, min effect {min_effect:.1%}, {stats.method}"
+    )
+    if not stats.decidable:
+        reason = (
+            f"inconclusive: too few runs: {stats.pairs} pairs cannot reach the 1% level "
+            f"however clear the change (D {diff:+.1%}); the paired test needs at least 6"
+        )
+        return _verdict(evidence, Verdict.INCONCLUSIVE, reason, False, min_effect)
     held_back, why_held = "", ""
     if stats.significant and abs(diff) >= min_effect:
         verdict = Verdict.FASTER if diff < 0 else Verdict.SLOWER
@@ -286,7 +299,7 @@ def _not_discovered(fdr: FdrStatus, stats: SeriesStats) -> str:
 def _equivalence(interval: RatioInterval | None, min_effect: float) -> tuple[str, str]:
     if interval is None:
         return INCONCLUSIVE, "no confidence interval (a resampled reference median is 0)"
-    ci = f"{CONFIDENCE:.0%} CI {interval.low:.3f}-{interval.high:.3f}x"
+    ci = f"{interval.level:.0%} CI {interval.low:.3f}-{interval.high:.3f}x"
     if interval.within(min_effect):
         return EQUIVALENT, f"{ci} within ±{min_effect:.1%}"
     return INCONCLUSIVE, f"{ci} reaches beyond ±{min_effect:.1%}"
@@ -300,7 +313,13 @@ def _verdict(
     min_effect: float | None = None,
     equivalence: str | None = None,
 ) -> QueryVerdict:
-    measured = verdict in (Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE, Verdict.UNCHANGED)
+    measured = verdict in (
+        Verdict.FASTER,
+        Verdict.SLOWER,
+        Verdict.UNSTABLE,
+        Verdict.UNCHANGED,
+        Verdict.INCONCLUSIVE,
+    )
     return QueryVerdict(
         test=evidence.test,
         query_index=evidence.query_index,

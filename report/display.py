@@ -57,10 +57,26 @@ def ratio_text(value: float | None) -> str:
     return f"{1 / value:.2f}x faster"
 
 
-def ratio_interval(low: float | None, high: float | None) -> str:
+def ratio_interval(low: float | None, high: float | None, level: float | None = None) -> str:
+    """In the headline's own form: "99% CI 1.25–1.40x slower", "99% CI 1.12–1.19x faster"
+    (the speedups as times too), "99% CI 0.97–1.04x" across 1."""
     if low is None or high is None or low <= 0 or high <= 0:
         return ""
-    return f"95% CI {low:.2f}–{high:.2f}x"
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    name = f"{level:.0%} CI" if level is not None else "CI"
+    if low > 1:
+        return f"{name} {low:.2f}–{high:.2f}x slower"
+    if high < 1:
+        return f"{name} {1 / high:.2f}–{1 / low:.2f}x faster"
+    return f"{name} {low:.2f}–{high:.2f}x"
+
+
+def change(diff: float | None) -> str:
+    """The estimate as a ratio and a percentage from the same number: "1.32x slower (+32.0%)"."""
+    if diff is None or not math.isfinite(diff) or diff <= -1:
+        return MISSING
+    return f"{ratio_text(1 + diff)} ({percent(diff)})"
 
 
 def count(value: int | None) -> str:

@@ -28,7 +28,8 @@ from report.model import (
 Key = tuple[str, int]
 
 CHANGED = ("slower", "faster")
-DETAILED = (*CHANGED, "unstable")  # queries that get a plot and a metrics table
+UNDECIDED = ("unstable", "inconclusive")  # measured, but too noisy or too few runs to judge
+DETAILED = (*CHANGED, *UNDECIDED)  # queries that get a plot and a metrics table
 FAILED = ("partial", "error", "too long")
 NOT_MEASURED = ("skipped", "not run")
 MEASURED = (*DETAILED, "unchanged")  # verdicts whose medians enter the geometric mean
@@ -36,6 +37,7 @@ VERDICT_ORDER = (
     "slower",
     "faster",
     "unstable",
+    "inconclusive",
     "partial",
     "error",
     "too long",
@@ -83,7 +85,7 @@ def build_report(
         key=lambda q: (q.verdict != "slower", -abs(_diff_of(tables, q))),
     )
     unstable = sorted(
-        (q for q in queries if q.verdict == "unstable"), key=lambda q: -_threshold_of(tables, q)
+        (q for q in queries if q.verdict in UNDECIDED), key=lambda q: -_threshold_of(tables, q)
     )
     failed = [q for q in queries if q.verdict in FAILED]
     verdicts = _verdict_names(queries)
@@ -199,7 +201,10 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
     patched = row.patched_median if row else None
     diff = row.diff if row else None
     threshold = row.threshold if row else None
-    ratio = display.ratio(reference, patched)
+    # One effect measure: the ratio is the method's own estimate D (paired: the Hodges-Lehmann
+    # estimate of the blocked pairs), never the ratio of medians, so it, D and the interval
+    # agree; the medians are shown for scale.
+    ratio = 1 + diff if diff is not None and diff > -1 else None
     detailed = verdict in DETAILED
     metrics, omitted = _metrics(tables.metrics.get(key, [])) if detailed else ((), 0)
     slow, warnings = _warnings(key, reference, patched, tables)
@@ -214,7 +219,7 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         reference=display.duration(reference),
         patched=display.duration(patched),
         ratio=display.ratio_text(ratio),
-        ci=display.ratio_interval(row.ci_low, row.ci_high) if row else "",
+        ci=display.ratio_interval(row.ci_low, row.ci_high, row.ci_level) if row else "",
         equivalence=row.equivalence if row else "",
         not_calibrated=row.calibration if row and row.calibration.startswith("not ") else "",
         diff=display.percent(diff),

@@ -97,9 +97,11 @@ def test_summary_md_and_status_json_match_the_golden_files(golden_run: Path) -> 
 def test_slower_queries_become_error_annotations_on_their_test_files(golden_run: Path) -> None:
     lines = summary.error_annotations(summary.load(golden_run, _options()))
     assert lines == [
-        "::error file=perf_tests/sort_limit.xml,title=sort_limit query 0 is 2.50x slower::"
+        "::error file=perf_tests/sort_limit.xml,"
+        "title=sort_limit query 0 is 2.50x slower (+150.0%25)::"
         "median 200 ms on reference, 500 ms on patched (threshold 2.0%25)",
-        "::error file=perf_tests/agg_sum_avg.xml,title=agg_sum_avg query 1 is 1.32x slower::"
+        "::error file=perf_tests/agg_sum_avg.xml,"
+        "title=agg_sum_avg query 1 is 1.32x slower (+32.0%25)::"
         "median 50 ms on reference, 66 ms on patched (threshold 4.1%25)",
     ]
 

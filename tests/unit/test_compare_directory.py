@@ -22,8 +22,8 @@ SMALL = DATA / "compare_small"
 EXPECTED = DATA / "compare_small_expected"
 OUTPUTS = ("verdicts.tsv", "metrics.tsv", "summary.json")
 
-STEADY = (0.100, 0.101, 0.099, 0.100, 0.102)
-# The per-query rules alone: at 5 runs a side no p-value can pass the false-discovery
+STEADY = (0.100, 0.101, 0.099, 0.100, 0.102, 0.0995, 0.1005)
+# The per-query rules alone: at 7 runs a side no lone p-value can pass the false-discovery
 # control (compare/fdr.py), which test_compare_fdr.py covers.
 # The goldens were computed with the pooled method; test_compare_paired.py covers the paired one.
 PER_QUERY = CompareOptions(fdr=None, method=POOLED)
@@ -53,7 +53,8 @@ def test_small_artifacts_fail_the_check_for_the_slower_and_the_patched_only_fail
     assert [f.split(":")[0] for f in result.failures] == ["partial query 0", "sum query 1"]
     assert result.counts == {
         "faster": 1, "slower": 1, "unstable": 1, "unchanged": 2,
-        "partial": 2, "error": 2, "skipped": 1, "too long": 0, "not run": 0,
+        "partial": 2, "error": 2, "skipped": 1, "inconclusive": 0, "too long": 0,
+        "not run": 0,
     }  # fmt: skip
 
 
@@ -72,11 +73,11 @@ def test_summary_json_has_the_version_1_schema_with_the_additive_issue_8_keys(
     assert summary["method"] == "paired"
     assert list(summary["counts"]) == [
         "faster", "slower", "unstable", "unchanged", "partial", "error", "skipped",
-        "too long", "not run",
+        "inconclusive", "too long", "not run",
     ]  # fmt: skip
     keys = ["test", "query_index", "query", "verdict", "reference_median", "patched_median",
-            "diff", "threshold", "runs", "p_value", "ci_low", "ci_high", "equivalence",
-            "min_effect", "calibration", "process_diffs"]  # fmt: skip
+            "diff", "threshold", "runs", "p_value", "ci_low", "ci_high", "ci_level",
+            "equivalence", "min_effect", "calibration", "process_diffs"]  # fmt: skip
     assert all(list(q) == keys for q in summary["queries"])
 
 
@@ -102,7 +103,10 @@ def test_unchanged_queries_pass_the_check(tmp_path: Path) -> None:
 
 
 def test_unstable_passes_unless_fail_on_unstable(tmp_path: Path) -> None:
-    noisy = ((0.05, 0.08, 0.06, 0.10, 0.055), (0.07, 0.052, 0.095, 0.058, 0.065))
+    noisy = (
+        (0.05, 0.08, 0.06, 0.10, 0.055, 0.09, 0.062),
+        (0.07, 0.052, 0.095, 0.058, 0.065, 0.061, 0.088),
+    )
     out = write_artifacts(tmp_path / "out", {0: noisy, 1: (STEADY, STEADY)})
     assert compare_directory(out, CompareOptions()).exit_code is ExitCode.OK
     strict = compare_directory(out, CompareOptions(fail_on_unstable=True))
@@ -179,7 +183,7 @@ def test_fewer_than_three_runs_a_side_is_an_error_verdict(tmp_path: Path) -> Non
     out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY), 1: (STEADY[:2], STEADY)})
     result = compare_directory(out, CompareOptions())
     row = verdict_rows(out)[("t", "1")]
-    assert row[2] == "error" and "too few runs: 2 reference and 5 patched" in row[3]
+    assert row[2] == "error" and "too few runs: 2 reference and 7 patched" in row[3]
     assert result.exit_code is ExitCode.CHECK_FAILED
 
 
@@ -188,7 +192,7 @@ def test_unequal_run_counts_are_compared_with_groups_of_the_original_sizes(
 ) -> None:
     out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY[:4])})
     compare_directory(out, CompareOptions())
-    assert verdict_rows(out)[("t", "0")][9:11] == ["5", "4"]
+    assert verdict_rows(out)[("t", "0")][9:11] == ["7", "4"]
 
 
 def test_unknown_manifest_schema_version_is_a_bad_input_error(tmp_path: Path) -> None:

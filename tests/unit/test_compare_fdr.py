@@ -155,40 +155,40 @@ def test_without_fdr_the_summary_says_null(tmp_path: Path) -> None:
 
 
 def test_a_run_where_no_change_alone_can_be_a_discovery_says_so(tmp_path: Path) -> None:
-    """Paired, 7 pairs: no p-value goes below 2/128 (compare/paired.py smallest_p_value),
-    far above q / m = 0.0025 for 20 queries; summary.json and the report state it."""
+    """Paired, 7 pairs: no p-value goes below 2/432 (compare/blocked.py smallest_p_value),
+    above q / m = 0.0025 for 20 queries; summary.json and the report state it."""
     from report import render_report
 
     out = lone_change_run(tmp_path, 19, factor=1.3)
     compare_directory(out, CompareOptions())
     fdr = json.loads((out / "summary.json").read_text())["fdr"]
     assert fdr["lone_discovery_level"] == pytest.approx(0.0025)
-    assert fdr["smallest_p_value"] == pytest.approx(2 / 128)
+    assert fdr["smallest_p_value"] == pytest.approx(2 / 432)
     html = render_report(out).path.read_text()
     assert "No change alone can be a discovery in this run" in html
-    assert "0.0025" in html and "0.016" in html
+    assert "0.0025" in html and "0.0046" in html
 
 
 def test_a_run_where_a_lone_change_can_be_a_discovery_does_not_warn(tmp_path: Path) -> None:
     from report import render_report
 
-    # Paired, 11 pairs: the floor 2/2048 is below q / m = 0.0125 for 4 queries.
+    # Paired, 11 pairs: the floor 2/15552 is below q / m = 0.0125 for 4 queries.
     steady = tuple(0.1 + 0.0007 * ((3 * i) % 11) for i in range(11))
     series = {0: (steady, tuple(v * (1.3 + 0.01 * i) for i, v in enumerate(steady)))}
     series.update({i: (steady, steady[::-1]) for i in range(1, 4)})
     out = write_artifacts(tmp_path / "out", series)
     compare_directory(out, CompareOptions())
     fdr = json.loads((out / "summary.json").read_text())["fdr"]
-    assert fdr["smallest_p_value"] == pytest.approx(2 / 2048) and fdr["discoveries"] == 1
+    assert fdr["smallest_p_value"] == pytest.approx(2 / 15552) and fdr["discoveries"] == 1
     assert "No change alone" not in render_report(out).path.read_text()
 
 
-def test_a_lone_separated_change_at_20_pairs_is_a_discovery_among_600_queries(
+def test_a_lone_change_at_20_pairs_is_a_discovery_among_600_queries(
     tmp_path: Path,
 ) -> None:
-    """q / m = 8.3e-5 for 600 queries is below what 10,000 sampled sign vectors can give
-    (1/10,001); complete separation gets its exact p-value 2 / 2^20 instead, so the change is
-    found. The same change with one pair reversed keeps a sampled p-value and is not."""
+    """q / m = 8.3e-5 for 600 queries: the exact p-value of complete separation at 20 pairs,
+    2 / 6^10, is far below it, and so is the p-value with one pair reversed (no sampling
+    floor: every p-value is exact)."""
     steady = tuple(0.1 + 0.0007 * ((7 * i) % 20) for i in range(20))
     slower = tuple(v * (1.2 + 0.003 * i) for i, v in enumerate(steady))
     series = {0: (steady, slower)}
@@ -197,15 +197,15 @@ def test_a_lone_separated_change_at_20_pairs_is_a_discovery_among_600_queries(
     compare_directory(out, CompareOptions())
     row = verdict_rows(out)[("t", "0")]
     assert row[2] == "slower"
-    assert float(row[8]) == pytest.approx(2 / 2**20, rel=1e-6)
+    assert float(row[8]) == pytest.approx(2 / 6**10, rel=1e-6)
     fdr = json.loads((out / "summary.json").read_text())["fdr"]
     assert fdr["lone_discovery_level"] == pytest.approx(0.05 / 600)
-    assert fdr["smallest_p_value"] == pytest.approx(2 / 2**20, rel=1e-6)
+    assert fdr["smallest_p_value"] == pytest.approx(2 / 6**10, rel=1e-6)
 
     reversed_pair = (*slower[:-1], steady[-1] * 0.9)
     series[0] = (steady, reversed_pair)
     out = write_artifacts(tmp_path / "one-reversed", series)
     compare_directory(out, CompareOptions())
     row = verdict_rows(out)[("t", "0")]
-    assert float(row[8]) >= 1 / 10_001
-    assert row[2] != "slower" and "not a discovery at FDR 5%" in row[3]
+    assert 2 / 6**10 < float(row[8]) < 0.05 / 600
+    assert row[2] == "slower"

@@ -185,12 +185,31 @@ def test_confidence_interval_is_shown_when_compare_writes_one(small_run: Path) -
     verdicts = small_run / "verdicts.tsv"
     header, *rows = [line.split("\t") for line in verdicts.read_text().splitlines()]
     low, high = header.index("ci_low"), header.index("ci_high")
+    level, diff = header.index("ci_level"), header.index("diff")
     for row in rows:
-        row[low], row[high] = "1.25", "1.4"
+        row[low], row[high], row[level], row[diff] = "1.25", "1.4", "0.99", "0.32"
     verdicts.write_text("".join("\t".join(row) + "\n" for row in [header, *rows]))
     report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
-    assert report.changes[0].ci == "95% CI 1.25–1.40x"
+    assert report.changes[0].ci == "99% CI 1.25–1.40x slower"
+    assert report.changes[0].ratio == "1.32x slower"  # from D, the interval's own estimate
     assert "1.32x slower" in render_report(small_run).path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "level", "text"),
+    [
+        (1.25, 1.4, 0.99, "99% CI 1.25–1.40x slower"),
+        (0.8, 0.9, 0.99, "99% CI 1.11–1.25x faster"),
+        (0.97, 1.04, 0.95, "95% CI 0.97–1.04x"),
+        (None, 1.1, 0.99, ""),
+    ],
+)
+def test_an_interval_is_written_in_the_form_of_its_headline(
+    low: float | None, high: float | None, level: float, text: str
+) -> None:
+    from report.display import ratio_interval
+
+    assert ratio_interval(low, high, level) == text
 
 
 def test_server_panel_lists_every_process_of_each_side(small_run: Path) -> None:

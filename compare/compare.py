@@ -103,9 +103,9 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     if options.aa:
         _check_aa(out, manifest)
     calibration = read_calibration(options.calibration) if options.calibration else None
-    evidence = gather(out)
-    metric_series = gather_metrics(out, MIN_RUNS)
     with SqlEngine() as engine:
+        evidence = gather(out, engine)
+        metric_series = gather_metrics(out, MIN_RUNS)
         statistics = QueryStatistics(engine, options.method)
         randomization = statistics.randomization
         measurable = _measurable(evidence)

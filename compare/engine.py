@@ -5,10 +5,12 @@ as input files whose path is a parameter, never pasted into the SQL text.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from chdb import session as chdb_session
 
@@ -58,6 +60,22 @@ class SqlEngine:
                 hint="this is a bug in chperf's compare SQL; rerun with -v and report it",
             ) from e
         return bytes(result.bytes()).decode("utf-8")
+
+    def json_rows(self, name: str, params: Params | None = None) -> list[list[Any]]:
+        """The rows of compare/<name> as JSON values (JSONCompactEachRow): arrays of numbers
+        come back parsed by json's C decoder, not as text to split."""
+        try:
+            text_params = _as_strings(params or {})
+            result = self._session.query(  # type: ignore[no-untyped-call]
+                sql_text(name), "JSONCompactEachRow", params=text_params
+            )
+        except Exception as e:  # chDB raises its own exception types for every SQL error
+            raise InfrastructureError(
+                f"chDB failed running compare/{name}: {_shorten(str(e))}",
+                hint="this is a bug in chperf's compare SQL; rerun with -v and report it",
+            ) from e
+        text = bytes(result.bytes()).decode("utf-8")
+        return [json.loads(line) for line in text.splitlines() if line]
 
     def rows(self, name: str, params: Params | None = None) -> list[list[str]]:
         """The TSV rows of compare/<name> as raw fields: `\\N` is NULL and strings still carry

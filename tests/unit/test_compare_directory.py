@@ -235,3 +235,32 @@ def test_a_run_stopped_before_its_first_query_is_incomplete_not_failed(tmp_path:
     result = compare_directory(out, CompareOptions())
     assert result.status == "incomplete", result.failures
     assert result.counts["not run"] == 1
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "",  # clean: the grouped path reads it
+        "t\t0\treference\t0\tt-0-0\t0.1\t0\n",  # run 0 recorded twice
+        "t\t0\treference\t99\tt-0-99\t-0.5\t0\n",  # a time below 0
+        "t\t0\treference\t98\tt-0-98\tinf\t0\n",  # not finite
+        "t\t0\tother\t97\tt-0-97\t0.1\t0\n",  # an unknown server
+        "t\t1\tpatched\t0\tt-1-0\t0.1\t1\n",  # run 0 of query 1 on two process sets
+        "t\t0\treference\t3",  # a truncated last line
+    ],
+)
+def test_runs_grouped_in_chdb_give_the_same_evidence_as_reading_line_by_line(
+    tmp_path: Path, damage: str
+) -> None:
+    from compare.engine import SqlEngine
+    from compare.evidence import gather
+    from tests.runs import STEADY_7, write_artifacts
+
+    out = write_artifacts(tmp_path / "run", {0: (STEADY_7, STEADY_7[::-1]), 1: (STEADY, STEADY)})
+    with (out / "runs.tsv").open("a") as f:
+        f.write(damage)
+    careful = gather(out)
+    with SqlEngine() as engine:
+        grouped = gather(out, engine, grouped_from=0)
+    assert grouped == careful
+    assert bool(damage) == bool(careful.problems or any(q.problems for q in careful.queries))

@@ -42,9 +42,11 @@ from runner.profiler import Profiler
 from runner.progress import Progress
 from runner.selection import LoadedTests, load_tests, selected_queries
 from runner.servers import ServerPair, started_server_sets
+from runner.settle import SETTLE_TIMEOUT_S
 from runner.statements import (
     DROP_KINDS,
     SETUP_KINDS,
+    SETUP_TIMEOUT_S,
     missing_tables,
     on_every_server,
     settle_all,
@@ -265,11 +267,19 @@ class Run:
         self._on_every_server(measurer, test, statements(test, DROP_KINDS), stage=None)
         sides, setup_error = self._set_up(measurer, test, queries)
         status, reason = TEST_RAN, ""
+        why = self.clock.out_of_time()
+        if why is not None:
+            # The budget ran out during the setup (a fill it cut short, perhaps): the test is
+            # not run, not an error of the test.
+            self._test_row(test, TEST_NOT_RUN, why, time.monotonic() - start)
+            progress.skip_queries(len(queries))
+            return False
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
             progress.activity(test.name, "setup done, waiting for background merges")
-            for warning in settle_all(measurer.sets, test):
+            settle_for = self.clock.cap(SETTLE_TIMEOUT_S).seconds
+            for warning in settle_all(measurer.sets, test, settle_for):
                 self._warn(warning)
             for q in queries:
                 why = self.clock.out_of_time()
@@ -338,7 +348,8 @@ class Run:
         """Setup/teardown statements on every server; servers that stopped answering are
         restarted. The failures, for the caller to record."""
         errors = []
-        for outcome in on_every_server(measurer.sets, test, queries, stage):
+        limit = self.clock.cap(SETUP_TIMEOUT_S).seconds  # a budget cuts a long fill short
+        for outcome in on_every_server(measurer.sets, test, queries, stage, limit):
             process, side = outcome.server
             if outcome.error is not None:
                 errors.append(outcome.error)

@@ -51,17 +51,22 @@ def every_server(sets: Sequence[ServerPair]) -> list[Server]:
 
 
 def on_every_server(
-    sets: Sequence[ServerPair], test: TestDef, queries: tuple[Statement, ...], stage: str | None
+    sets: Sequence[ServerPair],
+    test: TestDef,
+    queries: tuple[Statement, ...],
+    stage: str | None,
+    limit: float = SETUP_TIMEOUT_S,
 ) -> list[Outcome]:
-    """Run the statements on every server in parallel. With stage None, failures are ignored
-    (drops before the setup may find nothing)."""
+    """Run the statements on every server in parallel, each under `limit` seconds (what the
+    budgets leave, at most SETUP_TIMEOUT_S). With stage None, failures are ignored (drops
+    before the setup may find nothing)."""
     if not queries:
         return []
     servers = every_server(sets)
 
     def run_on(server: Server) -> Outcome:
         process, side = server
-        return Outcome(server, *_run_statements(sets[process], side, test, queries, stage))
+        return Outcome(server, *_run_statements(sets[process], side, test, queries, stage, limit))
 
     with ThreadPoolExecutor(max_workers=len(servers)) as pool:
         return list(pool.map(run_on, servers))
@@ -85,15 +90,17 @@ def missing_tables(sets: Sequence[ServerPair], tables: Sequence[str]) -> str:
     return ""
 
 
-def settle_all(sets: Sequence[ServerPair], test: TestDef) -> list[str]:
-    """Wait until no server is merging; warnings for servers still merging, unreachable, or
-    holding tables that differ in layout."""
+def settle_all(
+    sets: Sequence[ServerPair], test: TestDef, timeout: float = SETTLE_TIMEOUT_S
+) -> list[str]:
+    """Wait until no server is merging (at most `timeout` seconds); warnings for servers still
+    merging, unreachable, or holding tables that differ in layout."""
     servers = every_server(sets)
 
     def on(server: Server) -> Settled | Exception:
         process, side = server
         try:
-            return settle(sets[process].side(side).control)
+            return settle(sets[process].side(side).control, timeout)
         except Exception as e:  # a dead server shows in the measured runs; say why here
             return e
 
@@ -108,7 +115,7 @@ def settle_all(sets: Sequence[ServerPair], test: TestDef) -> list[str]:
             continue
         if not result.merges_done:
             warnings.append(
-                f"{test.name}: the {name} server was still merging {SETTLE_TIMEOUT_S:.0f} s "
+                f"{test.name}: the {name} server was still merging {timeout:.0f} s "
                 "after the setup; its queries are measured anyway"
             )
         parts[name] = result.parts
@@ -122,9 +129,14 @@ def settle_all(sets: Sequence[ServerPair], test: TestDef) -> list[str]:
 
 
 def _run_statements(
-    pair: ServerPair, side: str, test: TestDef, queries: tuple[Statement, ...], stage: str | None
+    pair: ServerPair,
+    side: str,
+    test: TestDef,
+    queries: tuple[Statement, ...],
+    stage: str | None,
+    limit: float = SETUP_TIMEOUT_S,
 ) -> tuple[ErrorRow | None, QueryOutcome | None]:
-    executor = HttpExecutor(pair.side(side).process.ports.http, SETUP_TIMEOUT_S)
+    executor = HttpExecutor(pair.side(side).process.ports.http, limit)
     settings = dict(test.settings)
     try:
         for number, statement in enumerate(queries):

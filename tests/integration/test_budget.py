@@ -121,3 +121,21 @@ def test_sigterm_mid_run_leaves_a_summary_and_a_report_listing_every_test(
     report = (out / "report.html").read_text()
     assert all(name in report for name in tests)
     assert not processes_under(servers_dir)
+
+
+def test_a_fill_longer_than_the_budget_is_cut_short_and_the_test_not_run(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    out = tmp_path / "out"
+    started = time.monotonic()
+    done = run_chperf(
+        ["run", "--tests", str(DATA / "budget_fill"), "--out", str(out), "--no-profile",
+         "--reference", str(server_binary), "--patched", str(server_binary), "--budget", "20s"],
+        timeout=300,
+    )  # fmt: skip
+    assert time.monotonic() - started <= 20 + ALLOWED_OVERRUN_S, done.stderr
+    assert done.returncode == 4, done.stderr
+    rows = {t.test: t for t in read_table(out, TESTS).rows}
+    assert rows["long_fill"].status == "not run"
+    assert "suite budget of 20 s ran out" in rows["long_fill"].reason
+    assert summary_tests(out) == {"long_fill": {"not run"}}

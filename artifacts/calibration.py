@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from artifacts.errors import ChperfError
+from artifacts.files import write_atomically
 from artifacts.tsv import escape, unescape
 
 CALIBRATION_FILE = "calibration.tsv"
@@ -54,11 +55,7 @@ def write_calibration(out: Path, rows: Iterable[CalibrationRow]) -> Path:
             repr(r.mde), repr(r.noise_floor),
         ]  # fmt: skip
         lines.append("\t".join(str(v) for v in values) + "\n")
-    path = out / CALIBRATION_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomically(out / CALIBRATION_FILE, "".join(lines))
 
 
 def read_calibration(path: Path) -> dict[tuple[str, int], CalibrationRow]:

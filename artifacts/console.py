@@ -1,21 +1,67 @@
-"""Text from servers and test files, made safe for a terminal: no control characters (an
-escape sequence in a server message must not reach the user's terminal), one line, bounded."""
+"""Text from servers, test files and artifacts, made safe for a terminal and a CI log.
+
+Test names, file names, query names and server messages are user-supplied: an escape sequence
+in one must not reach the user's terminal, a line break in one must not start a line of its
+own, and none may become a GitHub Actions workflow command. The runner reads commands from
+stdout and stderr alike: a line that starts with `::` once leading whitespace is trimmed, and
+the legacy `##[command]` anywhere in a line (actions/runner, ActionCommand.cs).
+"""
 
 from __future__ import annotations
 
 import unicodedata
 
 MAX_CONSOLE_CHARS = 400
+# A block (an error with a server's last log lines): each line is cut here, and the block after
+# this many lines; the full text is in the artifacts (errors.tsv, the server's logs).
+MAX_BLOCK_LINE_CHARS = 2000
+MAX_BLOCK_LINES = 200
+# Control (Cc), format (Cf: bidi overrides, zero-width), surrogate, private-use, unassigned
+# and line/paragraph separator characters: shown as escapes, never written.
+_UNSAFE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_COMMAND_KEY = "::"
+_LEGACY_COMMAND = "##["
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """Every unsafe character (line breaks included) as a visible escape: `\\x1b`, `\\u202e`."""
+    if text.isprintable():  # the common case, and isprintable() is false for every unsafe one
+        return text
+    return "".join(_escaped(c) if unicodedata.category(c) in _UNSAFE else c for c in text)
+
+
+def _no_commands(line: str) -> str:
+    """A leading `::` and any `##[` broken up by an escape: shown, never run by the runner."""
+    stripped = line.lstrip()
+    if stripped.startswith(_COMMAND_KEY):
+        line = line[: len(line) - len(stripped)] + _escaped(":") + stripped[1:]
+    return line.replace(_LEGACY_COMMAND, "#" + _escaped("#") + "[")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
 
 
 def console_text(text: str, limit: int = MAX_CONSOLE_CHARS) -> str:
-    """Control and format characters become visible escapes; line breaks become " | "."""
+    """One line: line breaks become " | ", unsafe characters visible escapes, workflow
+    commands broken up; cut at `limit` characters."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    out = []
-    for char in " | ".join(lines):
-        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-            out.append(f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    clean = "".join(out)
-    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+    return _cut(_no_commands(escape_controls(" | ".join(lines))), limit)
+
+
+def console_block(
+    text: str, line_limit: int = MAX_BLOCK_LINE_CHARS, max_lines: int = MAX_BLOCK_LINES
+) -> str:
+    """Several lines kept as lines (an error message with a server's log tail): each made
+    safe as by console_text, indentation kept; at most `max_lines` of them."""
+    lines = [
+        _cut(_no_commands(escape_controls(line.rstrip())), line_limit) for line in text.splitlines()
+    ]
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines], f"... and {len(lines) - max_lines} more lines"]
+    return "\n".join(lines)

@@ -3,7 +3,8 @@ atomically at the start, after every server (re)start and at the end, so a crash
 half a manifest and the status says how far the run got.
 Format history (SCHEMA_VERSION, also of the run's tables): 1 -- first version; then, additively,
 the server capabilities query_profiler, asynchronous_metrics, missing_query_log_columns and
-unknown_settings."""
+unknown_settings; the status "failed" with `failure`, why (a server that could not start, say),
+where "interrupted" had stood for every early stop."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from artifacts.errors import ChperfError
+from artifacts.files import write_atomically
 
 SCHEMA_VERSION = 1
 MANIFEST = "run.json"
@@ -23,7 +25,8 @@ CHPERF_VERSION = "0.1.0"
 
 RUNNING = "running"
 COMPLETE = "complete"
-INTERRUPTED = "interrupted"
+INTERRUPTED = "interrupted"  # SIGINT or SIGTERM, nothing else
+FAILED = "failed"  # an error stopped the run: `failure` says which
 
 
 @dataclass
@@ -36,7 +39,8 @@ class RunManifest:
     machine: dict[str, object]
     options: dict[str, object]
     warnings: list[str]
-    status: str = RUNNING  # then COMPLETE or INTERRUPTED, never back
+    status: str = RUNNING  # then COMPLETE, INTERRUPTED or FAILED, never back
+    failure: str | None = None  # with FAILED: the error that stopped the run
     end_time: str | None = None
     duration_seconds: float | None = None
     servers: Mapping[str, object] = dataclasses.field(default_factory=dict)  # first process
@@ -67,9 +71,12 @@ class RunManifest:
             "profile_problems": list(problems),
         }
 
-    def finish(self, status: str, end_time: str, duration_seconds: float) -> None:
-        assert self.status == RUNNING and status in (COMPLETE, INTERRUPTED), status
-        self.status, self.end_time = status, end_time
+    def finish(
+        self, status: str, end_time: str, duration_seconds: float, failure: str | None = None
+    ) -> None:
+        assert self.status == RUNNING and status in (COMPLETE, INTERRUPTED, FAILED), status
+        assert (status == FAILED) == (failure is not None), (status, failure)
+        self.status, self.end_time, self.failure = status, end_time, failure
         self.duration_seconds = round(duration_seconds, 3)
 
     def document(self) -> dict[str, object]:
@@ -77,6 +84,7 @@ class RunManifest:
             "chperf_version": self.chperf_version,
             "run_id": self.run_id,
             "status": self.status,
+            **({"failure": self.failure} if self.failure is not None else {}),
             "start_time": self.start_time,
             "end_time": self.end_time,
             "duration_seconds": self.duration_seconds,
@@ -95,9 +103,8 @@ class RunManifest:
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     data = {"schema_version": SCHEMA_VERSION, **manifest}
-    tmp = directory / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n")
-    tmp.replace(directory / MANIFEST)
+    text = json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n"
+    write_atomically(directory / MANIFEST, text)
 
 
 def _json_default(value: object) -> object:
@@ -121,7 +128,7 @@ def read_json(path: Path) -> JsonFile:
         return JsonFile(None, "", True)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON; nested too deep
         return JsonFile(None, f"{path.name}: cannot be read: {e}", False)
     if not isinstance(data, dict):
         return JsonFile(None, f"{path.name}: is not a JSON object", False)
@@ -160,7 +167,7 @@ def read_manifest(directory: Path) -> dict[str, Any]:
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: not JSON; nested too deep
         raise ChperfError(f"{path}: cannot read the run manifest: {e}") from e
     if not isinstance(data, dict):
         raise ChperfError(f"{path}: the run manifest is not a JSON object")

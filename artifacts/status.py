@@ -1,11 +1,13 @@
 """status.json and summary.md: the PR check's outcome (docs/formats.md "status.json and
-summary.md"). Format history of status.json: 1 -- first version."""
+summary.md"), each written atomically. Format history of status.json: 1 -- first version."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from artifacts.files import write_atomically
 
 STATUS_SCHEMA_VERSION = 1
 STATUS_JSON = "status.json"
@@ -25,7 +27,7 @@ class CheckStatus:
 
 
 def write_status(out: Path, status: CheckStatus, markdown: str) -> None:
-    (out / SUMMARY_MD).write_text(markdown, encoding="utf-8")
+    write_atomically(out / SUMMARY_MD, markdown)
     document = {
         "schema_version": STATUS_SCHEMA_VERSION,
         "status": status.status,
@@ -37,4 +39,4 @@ def write_status(out: Path, status: CheckStatus, markdown: str) -> None:
         "run_url": status.run_url,
     }
     text = json.dumps(document, indent=2, ensure_ascii=False)
-    (out / STATUS_JSON).write_text(text + "\n", encoding="utf-8")
+    write_atomically(out / STATUS_JSON, text + "\n")

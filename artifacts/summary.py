@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from artifacts.files import write_atomically
 from artifacts.manifest import read_json
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -96,11 +97,7 @@ def summary_json(document: Mapping[str, Any]) -> str:
 
 
 def write_summary(out: Path, document: Mapping[str, Any]) -> Path:
-    path = out / SUMMARY_FILE
-    tmp = out / (SUMMARY_FILE + ".tmp")
-    tmp.write_text(summary_json(document), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomically(out / SUMMARY_FILE, summary_json(document))
 
 
 def read_summary(out: Path) -> SummaryFile:
@@ -129,7 +126,7 @@ def read_summary(out: Path) -> SummaryFile:
         status,
         message,
         tuple(counts),
-        _queries(data),
+        _queries(data, problems),
         _fdr(data),
         _calibration(data),
         _noise(data),
@@ -137,14 +134,18 @@ def read_summary(out: Path) -> SummaryFile:
     return SummaryFile(summary, tuple(problems), False)
 
 
-def _queries(data: dict[str, Any]) -> tuple[SummaryQuery, ...]:
+def _queries(data: dict[str, Any], problems: list[str]) -> tuple[SummaryQuery, ...]:
     raw = data.get("queries")
     if not isinstance(raw, list):
         return ()
+    indices = [_query_index(q) for q in raw]
+    for number, index in enumerate(indices):
+        if index is None:
+            problems.append(f"{SUMMARY_FILE}: queries[{number}] has no integer query_index")
     return tuple(
         SummaryQuery(
             test=str(q.get("test", "")),
-            query_index=int(q.get("query_index", 0)),
+            query_index=index,
             verdict=str(q.get("verdict", "")),
             reference_median=_optional_float(q.get("reference_median")),
             patched_median=_optional_float(q.get("patched_median")),
@@ -154,9 +155,19 @@ def _queries(data: dict[str, Any]) -> tuple[SummaryQuery, ...]:
             ci_high=_optional_float(q.get("ci_high")),
             ci_level=_optional_float(q.get("ci_level")),
         )
-        for q in raw
-        if isinstance(q, dict)
+        for q, index in zip(raw, indices, strict=True)
+        if index is not None  # a dict with an integer query_index
     )
+
+
+def _query_index(query: Any) -> int | None:
+    """A query's query_index as int() reads it; None when it cannot."""
+    if not isinstance(query, dict):
+        return None
+    try:
+        return int(query.get("query_index", 0))
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _fdr(data: dict[str, Any]) -> FdrSummary | None:
@@ -172,7 +183,7 @@ def _fdr(data: dict[str, Any]) -> FdrSummary | None:
             _optional_float(raw.get("lone_discovery_level")),
             _optional_float(raw.get("smallest_p_value")),
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return None
 
 
@@ -188,7 +199,7 @@ def _calibration(data: dict[str, Any]) -> CalibrationSummary | None:
         return CalibrationSummary(
             str(raw["file"]), int(raw["calibrated"]), int(raw["not_calibrated"])
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return None
 
 

@@ -8,11 +8,13 @@ Format history (the run's schema_version, artifacts/manifest.py):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from artifacts.tsv import Columns, Table, read_columns, unescape
+from artifacts.columns import Columns, read_columns
+from artifacts.tsv import Table, unescape
+from artifacts.values import SECONDS, seconds
 
 # Stages in errors.tsv: where a problem happened.
 STAGE_PARSE = "parse"
@@ -61,7 +63,8 @@ class RunRow:
     server: str
     run: int
     query_id: str
-    client_time: float  # seconds, wall time around the run with the result fully received
+    # seconds, wall time around the run with the result fully received
+    client_time: float = field(metadata=SECONDS)
     process: int = 0  # which server process of its side ran it (runner/schedule.server_set)
 
 
@@ -72,7 +75,7 @@ class QueryLogRow:
     server: str
     run: int
     query_id: str
-    server_time: float  # seconds (query_duration_ms / 1000)
+    server_time: float = field(metadata=SECONDS)  # query_duration_ms / 1000
     read_rows: int
     read_bytes: int
     memory_usage: int
@@ -120,7 +123,7 @@ QUERIES = Table("queries.tsv", QueryRow)
 
 def _run_row(f: list[str]) -> RunRow:
     """A runs.tsv line's fields, by hand: the largest table of a run."""
-    return RunRow(f[0], int(f[1]), f[2], int(f[3]), f[4], float(f[5]), int(f[6]))
+    return RunRow(f[0], int(f[1]), f[2], int(f[3]), f[4], seconds(f[5], "client_time"), int(f[6]))
 
 
 RUNS = Table("runs.tsv", RunRow, _run_row)
@@ -171,8 +174,8 @@ def read_server_times(directory: Path) -> Columns[ServerTime]:
 
 
 def _run_time(v: Sequence[str]) -> RunTime:
-    return RunTime(unescape(v[0]), int(v[1]), v[2], int(v[3]), float(v[4]))
+    return RunTime(unescape(v[0]), int(v[1]), v[2], int(v[3]), seconds(v[4], "client_time"))
 
 
 def _server_time(v: Sequence[str]) -> ServerTime:
-    return ServerTime(unescape(v[0]), int(v[1]), v[2], float(v[3]))
+    return ServerTime(unescape(v[0]), int(v[1]), v[2], seconds(v[3], "server_time"))

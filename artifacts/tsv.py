@@ -4,22 +4,23 @@ appended, with a default, so a reader takes files written before a column existe
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import math
-import operator
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import MISSING, dataclass, fields
-from functools import cache
+from dataclasses import MISSING, Field, dataclass, fields
+from functools import cache, partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from artifacts.errors import ChperfError
+from artifacts.files import WriteFailed, write_atomically
+from artifacts.values import SECONDS, ImpossibleValue, impossible, seconds
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 R = TypeVar("R", bound="DataclassInstance")
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,11 @@ class Table(Generic[R]):
 
     def chdb_structure(self) -> str:
         """The column list for chDB's file()/table functions, e.g. 'test String, run UInt32'."""
-        return ", ".join(f"{f.name} {_CH_TYPES[str(f.type)]}" for f in fields(self.row_type))
+        return ", ".join(f"{f.name} {_CH_TYPES[_kind(f)]}" for f in fields(self.row_type))
 
 
 _CH_TYPES = {
+    "seconds": "Float64",
     "str": "String",
     "int": "Int64",
     "float": "Float64",
@@ -114,16 +116,27 @@ _PARSERS: dict[str, Callable[[str], object]] = {
 }
 
 
+def _kind(column: Field[object]) -> str:
+    """How a column is parsed: "seconds" for a time column, else by its type."""
+    return "seconds" if column.metadata.get("unit") == SECONDS["unit"] else str(column.type)
+
+
+def _parser(
+    column: Field[object], known: dict[str, Callable[[str], object]]
+) -> Callable[[str], object]:
+    kind = _kind(column)
+    if kind == "seconds":
+        return partial(seconds, column=column.name)
+    parse = known.get(kind)
+    if parse is None:
+        raise AssertionError(f"unsupported column type {column.type}")
+    return parse
+
+
 @cache
 def _column_parsers(row_type: type) -> tuple[Callable[[str], object], ...]:
     """The parser of each column of a row type, in field order, looked up once per type."""
-    found = []
-    for column in fields(row_type):
-        parse = _PARSERS.get(str(column.type))
-        if parse is None:
-            raise AssertionError(f"unsupported column type {column.type}")
-        found.append(parse)
-    return tuple(found)
+    return tuple(_parser(column, _PARSERS) for column in fields(row_type))
 
 
 def format_row(row: DataclassInstance) -> str:
@@ -131,29 +144,65 @@ def format_row(row: DataclassInstance) -> str:
 
 
 class TableWriter(Generic[R]):
-    """Appends rows to one TSV file, flushed per row so a crash keeps what was measured."""
+    """Appends rows to one TSV file as whole lines, each write straight to the file, so a crash
+    keeps what was measured. A write that fails (a full disk) is cut back to the last whole
+    line and raised as WriteFailed: a reader never finds half a row."""
 
     def __init__(self, directory: Path, table: Table[R]) -> None:
         self.path = directory / table.file
         self.table: Table[R] = table
-        self._file: IO[str] = self.path.open("w", encoding="utf-8")
-        self._file.write("\t".join(table.columns) + "\n")
-        self._file.flush()
+        self._size = 0  # bytes of whole lines in the file
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC
+            self._fd: int | None = os.open(self.path, flags, 0o666)
+        except OSError as e:
+            raise WriteFailed(self.path, e, hint=_TABLE_HINT) from e
+        self._append("\t".join(table.columns) + "\n")
 
     def write(self, row: R) -> None:
-        self._file.write(format_row(row))
-        self._file.flush()
+        self._append(format_row(row))
 
     def write_all(self, rows: Iterable[R]) -> None:
-        for row in rows:
-            self._file.write(format_row(row))
-        self._file.flush()
+        text = "".join(format_row(row) for row in rows)
+        if text:
+            self._append(text)
+
+    def _append(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        try:
+            if self._fd is None:
+                raise OSError(errno.EBADF, "the table was closed")
+            written = 0
+            while written < len(data):  # a write to a nearly full disk may be short
+                written += os.write(self._fd, data[written:])
+        except OSError as e:
+            self._cut_back()
+            raise WriteFailed(self.path, e, hint=_TABLE_HINT) from e
+        self._size += len(data)
+
+    def _cut_back(self) -> None:
+        """Drop the part of a line a failed write left; truncating needs no free space."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+        """fsync and close; safe to call twice, and after a failed write."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.fsync(fd)  # a file system that allocates late reports a full disk here
+        except OSError as e:
+            raise WriteFailed(self.path, e, hint=_TABLE_HINT) from e
+        finally:
+            os.close(fd)
+
+
+_TABLE_HINT = (
+    "free space on that file system (or make it writable); the rows written before are kept "
+    "whole, and `chperf compare` on the directory judges them"
+)
 
 
 def write_table(directory: Path, table: Table[R], rows: Iterable[R]) -> Path:
@@ -185,6 +234,9 @@ class TableContents(Generic[R]):
 
 
 def read_table(directory: Path, table: Table[R]) -> TableContents[R]:
+    """The rows, and the lines that could not be read as problems (a torn last line, a bad
+    value). A value no measurement gives (ImpossibleValue) raises ChperfError naming
+    file:line (exit 2)."""
     path = directory / table.file
     if not path.exists():
         return TableContents((), (ReadProblem(table.file, 0, "file is missing"),), True)
@@ -202,7 +254,7 @@ def read_table(directory: Path, table: Table[R]) -> TableContents[R]:
             problems.append(ReadProblem(table.file, 1, f"header is not the columns {expected}"))
             return TableContents((), tuple(problems), False)
         for number, line in enumerate(lines, start=2):
-            row = _parse_line(table, present, line, number, problems)
+            row = _parse_line(path, table, present, line, number, problems)
             if row is not None:
                 rows.append(row)
     return TableContents(tuple(rows), tuple(problems), False)
@@ -216,9 +268,9 @@ def _read_clean(path: Path, table: Table[R]) -> tuple[R, ...] | None:
     """The rows of an undamaged file with every column present, parsed with builtins (a
     third of the time of the checked path on a run's 100,000 runs); None when anything
     needs the checked path: an escape, a NULL, a missing column, a bad value, a truncated
-    line, a non-finite float. Same rows as the checked path."""
-    names = [str(c.type) for c in fields(table.row_type)]
-    if any(n not in _CLEAN for n in names):
+    line, a non-finite float, an impossible time. Same rows as the checked path."""
+    columns = fields(table.row_type)
+    if any(_kind(c) not in (*_CLEAN, "seconds") for c in columns):
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
     header, _, body = text.partition("\n")
@@ -229,7 +281,7 @@ def _read_clean(path: Path, table: Table[R]) -> tuple[R, ...] | None:
     lowered = body.lower()
     if "inf" in lowered or "nan" in lowered:
         return None  # maybe a non-finite float (or just a name holding the letters)
-    converters = [_CLEAN[name] for name in names]
+    converters = [_parser(c, _CLEAN) for c in columns]
     parse = table.parse_clean or (
         lambda values: table.row_type(*(c(v) for c, v in zip(converters, values, strict=True)))
     )
@@ -237,7 +289,7 @@ def _read_clean(path: Path, table: Table[R]) -> tuple[R, ...] | None:
     try:
         for line in body[:-1].split("\n") if body else ():
             values = line.split("\t")
-            if len(values) != len(names):
+            if len(values) != len(columns):
                 return None
             rows.append(parse(values))
     except ValueError:
@@ -261,7 +313,7 @@ def _present_columns(table: Table[R], header: str | None) -> int | None:
 
 
 def _parse_line(
-    table: Table[R], present: int, line: str, number: int, problems: list[ReadProblem]
+    path: Path, table: Table[R], present: int, line: str, number: int, problems: list[ReadProblem]
 ) -> R | None:
     if not line.endswith("\n"):
         problems.append(ReadProblem(table.file, number, "truncated line (no end of line)"))
@@ -276,93 +328,16 @@ def _parse_line(
     try:
         # Positionally, in field order: the leading `present` fields (the rest default).
         parsed = [parse(v) for parse, v in zip(parsers, values, strict=True)]
+    except ImpossibleValue as e:
+        raise impossible(path, number, e) from e
     except ValueError as e:
         problems.append(ReadProblem(table.file, number, f"bad value: {e}"))
         return None
     return table.row_type(*parsed)
 
 
-NULL = "\\N"
-
-
-@dataclass(frozen=True)
-class Columns(Generic[T]):
-    """Rows read by column name, and what could not be read (never raised)."""
-
-    file: str
-    rows: tuple[T, ...]
-    problems: tuple[ReadProblem, ...]
-    missing: bool  # the file does not exist
-
-    def strict(self, directory: Path, hint: str) -> tuple[T, ...]:
-        """The rows, or a ChperfError naming the first unreadable line (exit 2)."""
-        if self.problems and not self.missing:
-            raise ChperfError(f"{directory / self.file}: {self.problems[0]}", hint=hint)
-        return self.rows
-
-
-def read_columns(
-    directory: Path,
-    file: str,
-    required: Sequence[str],
-    columns: Sequence[str],
-    make: Callable[[Sequence[str]], T],
-) -> Columns[T]:
-    """Rows of `file` as make(the raw values of `columns`, in that order). Columns in
-    `required` must be in the header; the others read as NULL when the header lacks them.
-    Only the wanted columns are picked, positionally: ~10x faster than full rows on 100k."""
-    path = directory / file
-    if not path.exists():
-        return Columns(file, (), (ReadProblem(file, 0, "file is missing"),), True)
-    rows: list[T] = []
-    problems: list[ReadProblem] = []
-    with path.open(encoding="utf-8", errors="replace", newline="\n") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        absent = [c for c in required if c not in header]
-        if absent:
-            message = f"header lacks the columns {', '.join(absent)}"
-            return Columns(file, (), (ReadProblem(file, 1, message),), False)
-        width = len(header)
-        # An absent column points one past the end, where a NULL is appended.
-        positions = [header.index(c) if c in header else width for c in columns]
-        select = operator.itemgetter(*positions)
-        for number, line in enumerate(f, start=2):
-            values = line[:-1].split("\t")
-            if not line.endswith("\n"):
-                problems.append(ReadProblem(file, number, "truncated line (no end of line)"))
-                continue
-            if len(values) != width:
-                message = f"expected {width} columns, found {len(values)}"
-                problems.append(ReadProblem(file, number, message))
-                continue
-            values.append(NULL)
-            try:
-                rows.append(make(select(values)))
-            except ValueError as e:
-                problems.append(ReadProblem(file, number, f"bad value: {e}"))
-    return Columns(file, tuple(rows), tuple(problems), False)
-
-
-def optional_float(text: str) -> float | None:
-    if text == NULL or text == "":
-        return None
-    value = float(text)
-    return None if math.isnan(value) else value
-
-
-def optional_int(text: str) -> int | None:
-    return None if text in (NULL, "") else int(text)
-
-
-def optional_text(text: str) -> str:
-    return "" if text == NULL else unescape(text)
-
-
 def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
     """A whole file at once, atomically: readers never see half of it."""
     lines = ["\t".join(columns) + "\n"]
     lines.extend("\t".join(_format_value(v) for v in row) + "\n" for row in rows)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomically(path, "".join(lines))

@@ -9,21 +9,24 @@ Format history:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from artifacts.tsv import (
+from artifacts.columns import (
     NULL,
     Columns,
     optional_float,
     optional_int,
     optional_text,
     read_columns,
-    write_rows,
 )
+from artifacts.tsv import write_rows
+from artifacts.values import MAX_SECONDS, ImpossibleValue, measure
 
 VERDICTS_FILE = "verdicts.tsv"
+SERVER_TIME = "server_time"  # the metric of query_log's query_duration_ms (compare/metrics.py)
 METRICS_FILE = "metrics.tsv"
 
 VERDICT_COLUMNS = (
@@ -162,12 +165,29 @@ def _verdict(v: Sequence[str]) -> VerdictRow:
 
 
 def _metric(v: Sequence[str]) -> MetricRow:
+    """A metrics.tsv row; a value no run gives (inf, nan, a negative median, a server_time
+    median over MAX_SECONDS) raises ImpossibleValue: compare writes NULL for what it cannot
+    compute, so such a value is damage."""
+    metric = optional_text(v[2])
     return MetricRow(
         test=optional_text(v[0]),
         query_index=int(v[1]),
-        metric=optional_text(v[2]),
-        reference_median=optional_float(v[3]),
-        patched_median=optional_float(v[4]),
-        diff=optional_float(v[5]),
-        threshold=optional_float(v[6]),
+        metric=metric,
+        reference_median=_median(v[3], "reference_median", metric),
+        patched_median=_median(v[4], "patched_median", metric),
+        diff=_optional(v[5], "diff"),
+        threshold=_optional(v[6], "threshold", 0.0),
     )
+
+
+def _median(text: str, column: str, metric: str) -> float | None:
+    value = _optional(text, f"{column} of {metric}", 0.0)
+    if value is not None and metric == SERVER_TIME and value > MAX_SECONDS:
+        raise ImpossibleValue(
+            f"{column} of {metric} {text} is not a time in seconds (0 to {MAX_SECONDS:g})"
+        )
+    return value
+
+
+def _optional(text: str, column: str, low: float = -math.inf) -> float | None:
+    return None if text in (NULL, "") else measure(text, column, low)

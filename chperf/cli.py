@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Sequence
 from types import FrameType
 
+from artifacts.console import console_block, console_text
 from artifacts.errors import ChperfError, ExitCode, Terminated
 from chperf.commands import COMMANDS
 from chperf.parser import build_parser
@@ -42,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChperfError as e:
         if args.verbose:
             traceback.print_exc()
-        print(f"chperf: error: {e}", file=sys.stderr)
+        # Messages quote paths, test names and server logs: each line made safe to print.
+        print(f"chperf: error: {console_block(str(e))}", file=sys.stderr)
         return int(e.exit_code)
     except KeyboardInterrupt:
         print("chperf: interrupted; servers stopped, artifacts kept", file=sys.stderr)
@@ -53,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in chperf: say so plainly; the traceback is for -v
         if args.verbose:
             traceback.print_exc()
-        print(f"chperf: internal error: {type(e).__name__}: {e} (rerun with -v)", file=sys.stderr)
+        what = f"{type(e).__name__}: {console_text(str(e), 1000)}"
+        print(f"chperf: internal error: {what} (rerun with -v)", file=sys.stderr)
         return int(ExitCode.INFRASTRUCTURE)
 
 

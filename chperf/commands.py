@@ -8,9 +8,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from artifacts.console import console_text
 from artifacts.errors import ChperfError, ExitCode, Terminated
 from artifacts.manifest import MANIFEST
 from artifacts.outdir import prepare_out_dir
+from artifacts.stages import REPORT_FILE
 from chperf import lint, options
 from ci import merge
 from ci.history.jobs import show_history, upload_run
@@ -20,6 +22,7 @@ from report import render_report
 from runner.run import run
 
 MAX_PRINTED_FAILURES = 20
+RUN_HINT = "pass the --out directory of `chperf run` or `chperf merge` (it holds run.json)"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -35,18 +38,29 @@ def cmd_run(args: argparse.Namespace) -> int:
             try:
                 analyze(run_options.out, options.compare_options(args))
             except Exception as e:  # the signal decides the exit code; say what else failed
-                print(f"chperf: comparing after the interrupt failed: {e}", file=sys.stderr)
+                failed = console_text(str(e))
+                print(f"chperf: comparing after the interrupt failed: {failed}", file=sys.stderr)
         raise
     print(f"chperf: artifacts in {run_options.out}", file=sys.stderr)
     return analyze(run_options.out, options.compare_options(args))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    require_run(args.out)
     return int(_compare(args.out, options.compare_options(args)))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    require_run(args.out)
     return int(_report(args.out))
+
+
+def require_run(out: Path) -> None:
+    """compare and report write into OUT: only into a run's directory, never just any."""
+    if not out.is_dir():
+        raise ChperfError(f"{out}: no such directory", hint=RUN_HINT)
+    if not (out / MANIFEST).is_file():
+        raise ChperfError(f"{out}: holds no run ({MANIFEST} is missing)", hint=RUN_HINT)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -56,8 +70,14 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     shards = merge.load_shards(args.shards)
-    if any(args.out.resolve() == s.directory.resolve() for s in shards):
-        raise ChperfError(f"--out {args.out} is one of the shards", hint="merge into a new dir")
+    out = args.out.resolve()
+    for shard in shards:
+        directory = shard.directory.resolve()
+        if out == directory or out in directory.parents:
+            what = "is" if out == directory else "holds"
+            raise ChperfError(
+                f"--out {args.out} {what} the shard {shard.directory}", hint="merge into a new dir"
+            )
     prepare_out_dir(args.out, args.force)
     merge.merge(shards, args.out)
     print(f"chperf: merged {len(shards)} shards into {args.out}", file=sys.stderr)
@@ -69,7 +89,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
     batch = build_batch(args.out, labels, datetime.now(UTC))  # bad input: before connecting
     target = options.history_target(args, os.environ)
     for line in upload_run(batch, target):
-        print(f"chperf: {line}", file=sys.stderr)
+        print(f"chperf: {console_text(line, 1000)}", file=sys.stderr)
     return int(ExitCode.OK)
 
 
@@ -86,9 +106,12 @@ def analyze(out: Path, compare: CompareOptions) -> int:
 
 def _compare(out: Path, compare: CompareOptions) -> ExitCode:
     result = compare_directory(out, compare)
-    print(f"chperf: {result.status}: {result.message}", file=sys.stderr)
+    if REPORT_FILE in result.removed:
+        again = f"`chperf report {console_text(str(out), 200)}` writes one of these"
+        print(f"chperf: removed the report.html of the previous verdicts; {again}", file=sys.stderr)
+    print(f"chperf: {result.status}: {console_text(result.message, 2000)}", file=sys.stderr)
     for failure in result.failures[:MAX_PRINTED_FAILURES]:
-        print(f"chperf:   {failure}", file=sys.stderr)
+        print(f"chperf:   {console_text(failure, 1000)}", file=sys.stderr)
     if len(result.failures) > MAX_PRINTED_FAILURES:
         more = len(result.failures) - MAX_PRINTED_FAILURES
         print(f"chperf:   ... and {more} more", file=sys.stderr)
@@ -98,7 +121,7 @@ def _compare(out: Path, compare: CompareOptions) -> ExitCode:
 def _report(out: Path) -> ExitCode:
     rendered = render_report(out)
     for problem in rendered.problems:
-        print(f"chperf: report: {problem}", file=sys.stderr)
+        print(f"chperf: report: {console_text(problem, 1000)}", file=sys.stderr)
     print(f"chperf: report in {rendered.path}", file=sys.stderr)
     return ExitCode.CHECK_FAILED if rendered.problems else ExitCode.OK
 

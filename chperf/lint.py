@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from artifacts.console import console_text
+from artifacts.console import console_block, console_text
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.verdicts import read_verdicts
 from compare.compare import CompareOptions, compare_directory
@@ -57,7 +57,7 @@ def lint_main(paths: list[Path], measure: bool, timings: Path | None = None) -> 
         if measure:
             problems += measure_problems(paths)
     except ChperfError as e:
-        print(f"chperf lint: {e}", file=sys.stderr)
+        print(f"chperf lint: {console_block(str(e))}", file=sys.stderr)
         return int(e.exit_code)
     for problem in problems:
         print(console_text(str(problem), 1000), file=sys.stderr)

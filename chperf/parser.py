@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 
@@ -26,16 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_run(commands.add_parser("run", help="run the tests on both servers"))
     compare = commands.add_parser("compare", help="compute verdicts from artifacts")
-    compare.add_argument("out", type=Path, help="a run's output directory")
+    compare.add_argument("out", type=_path, help="a run's output directory")
     _add_compare_options(compare)
     report = commands.add_parser("report", help="render OUT/report.html from artifacts")
-    report.add_argument("out", type=Path, help="a run's output directory")
+    report.add_argument("out", type=_path, help="a run's output directory")
     lint = commands.add_parser("lint", help="check test files for designed-in instability")
-    lint.add_argument("paths", type=Path, nargs="*", default=[], help="test files or directories")
+    lint.add_argument("paths", type=_path, nargs="*", default=[], help="test files or directories")
     lint.add_argument("--measure", action="store_true", help="also measure on the server")
     lint.add_argument(
         "--timings",
-        type=Path,
+        type=_path,
         default=None,
         metavar="DIR",
         help="an earlier run's --out directory: flag queries over their time limit and tests "
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_merge(commands.add_parser("merge", help="merge shard runs, recompute verdicts, report"))
     upload = commands.add_parser("upload", help="store a run in the history database")
-    upload.add_argument("out", type=Path, help="a run's output directory")
+    upload.add_argument("out", type=_path, help="a run's output directory")
     upload.add_argument(
         "--label", action="append", default=[], metavar="KEY=VALUE", help="e.g. pr=123"
     )
@@ -61,19 +62,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reference",
+        type=_path,
         default=None,
         metavar="BINARY",
         help="reference server binary (default: the installed clickhouse-server)",
     )
     p.add_argument(
         "--patched",
+        type=_path,
         default=None,
         metavar="BINARY",
         help="patched server binary (default: the installed clickhouse-server)",
     )
     p.add_argument(
         "--reference-config",
-        type=Path,
+        type=_path,
         action="append",
         default=[],
         metavar="DIR",
@@ -81,7 +84,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--patched-config",
-        type=Path,
+        type=_path,
         action="append",
         default=[],
         metavar="DIR",
@@ -89,7 +92,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--tests",
-        type=Path,
+        type=_path,
         nargs="+",
         default=None,
         metavar="PATH",
@@ -159,9 +162,13 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--long", action="store_true", help="also run tests tagged long")
     p.add_argument(
-        "--out", type=Path, default=Path("chperf-out"), metavar="DIR", help="output directory"
+        "--out", type=_path, default="chperf-out", metavar="DIR", help="output directory"
     )
-    p.add_argument("--force", action="store_true", help="overwrite an existing run in --out")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the contents of --out, if chperf wrote it (it holds .chperf-out)",
+    )
     p.add_argument(
         "--max-query-seconds",
         type=_seconds,
@@ -210,7 +217,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--servers-dir",
-        type=Path,
+        type=_path,
         default=None,
         metavar="DIR",
         help="parent of the servers' temporary directories (default: the system's temp dir)",
@@ -218,7 +225,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", type=_shard, default=None, metavar="K/N", help="run shard K of N")
     p.add_argument(
         "--shard-weights",
-        type=Path,
+        type=_path,
         default=None,
         metavar="FILE",
         help="tests.tsv of a past run, to balance the shards by test duration",
@@ -227,26 +234,30 @@ def _add_run(p: argparse.ArgumentParser) -> None:
 
 
 def _add_merge(p: argparse.ArgumentParser) -> None:
-    p.add_argument("shards", type=Path, nargs="+", help="output directories of the shards")
-    p.add_argument("--out", type=Path, required=True, help="the merged run's directory")
-    p.add_argument("--force", action="store_true", help="overwrite a run in --out")
+    p.add_argument("shards", type=_path, nargs="+", help="output directories of the shards")
+    p.add_argument("--out", type=_path, required=True, help="the merged run's directory")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the contents of --out, if chperf wrote it (it holds .chperf-out)",
+    )
     _add_compare_options(p)
 
 
 def _add_compare_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-effect",
-        type=_fraction,
+        type=_change,
         default=None,
         metavar="F",
-        help=f"smallest change that matters, as a fraction (default {MIN_EFFECT})",
+        help=f"smallest change that matters, e.g. 5%% or 0.05 (default {MIN_EFFECT:.0%}%)",
     )
     p.add_argument(
         "--unstable-threshold",
-        type=_fraction,
+        type=_change,
         default=None,
         metavar="F",
-        help=f"T at or above it is unstable, as a fraction (default {UNSTABLE_THRESHOLD})",
+        help=f"T at or above it is unstable, e.g. 10%% or 0.1 (default {UNSTABLE_THRESHOLD:.0%}%)",
     )
     p.add_argument(
         "--fail-on-unstable", action="store_true", help="unstable queries fail the check"
@@ -259,15 +270,15 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fdr",
-        type=_fdr_level,
+        type=_rate,
         default=CompareOptions.fdr,
         metavar="Q",
-        help="Benjamini-Hochberg false-discovery rate over all queries "
+        help="Benjamini-Hochberg false-discovery rate over all queries, e.g. 5%% or 0.05 "
         f"(default {CompareOptions.fdr}; 0: off)",
     )
     p.add_argument(
         "--calibration",
-        type=Path,
+        type=_path,
         default=None,
         metavar="FILE",
         help="calibration.tsv of an A/A run",
@@ -282,13 +293,20 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
 def _add_history_target(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--history-url", default=None, help=URL_FORM)
-    where.add_argument("--history-config", type=Path, default=None, help="TOML: url, ...")
+    where.add_argument("--history-config", type=_path, default=None, help="TOML: url, ...")
     p.add_argument(
         "--history-password-file",
-        type=Path,
+        type=_path,
         default=None,
         help=f"file holding the password (default: ${PASSWORD_ENV})",
     )
+
+
+def _path(text: str) -> Path:
+    """Made absolute against the directory chperf was started in, once, here: nothing later
+    depends on the working directory (servers run in directories of their own). Absolute,
+    not resolved: a binary's name (clickhouse-server or clickhouse) decides how it is called."""
+    return Path(text).absolute()
 
 
 def _positive_int(text: str) -> int:
@@ -315,17 +333,33 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from e
 
 
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 10:
-        raise argparse.ArgumentTypeError(f"{text}: expected a fraction such as 0.05 for 5%")
-    return value
+def _change(text: str) -> float:
+    """A relative change: 5% or 0.05, from 0 to below 100%."""
+    return _fraction(text, "+")
 
 
-def _fdr_level(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text}: expected a q in [0, 1], e.g. 0.05; 0 is off")
+def _rate(text: str) -> float:
+    """A rate: 5% or 0.05, from 0 to below 100%."""
+    return _fraction(text, "")
+
+
+def _fraction(text: str, sign: str) -> float:
+    """5% and 0.05 are the same; a bare 5 would mean 500%, which nobody means: refused."""
+    number = text.strip()
+    percent = number.endswith("%")
+    try:
+        value = float(number.removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and not percent and value >= 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} means {sign}{value:.0%}; did you mean {number}% or {value / 100:g}?"
+        )
+    value = value / 100 if percent else value
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text}: expected a percentage from 0% to below 100%, e.g. 5% or 0.05"
+        )
     return value
 
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from artifacts.console import console_block, console_text
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.status import SUMMARY_MD
 from ci import comment, summary
@@ -65,7 +66,8 @@ def cmd_summary(args: argparse.Namespace, ctx: CiContext) -> int:
     if args.annotations or ctx.in_actions:
         for line in summary.error_annotations(result):
             print(line)  # workflow commands are read from stdout
-    print(f"ci: {summary.status_line(result)} (exit code {result.exit_code})", file=sys.stderr)
+    line = console_text(summary.status_line(result), 2000)  # summary.json's message
+    print(f"ci: {line} (exit code {result.exit_code})", file=sys.stderr)
     return result.exit_code
 
 
@@ -111,10 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args, from_environ(os.environ))
     except ChperfError as e:
-        print(f"ci: error: {e}", file=sys.stderr)
+        print(f"ci: error: {console_block(str(e))}", file=sys.stderr)
         return int(e.exit_code)
     except OSError as e:
-        print(f"ci: error: {e}", file=sys.stderr)
+        print(f"ci: error: {console_text(str(e), 2000)}", file=sys.stderr)
         return int(ExitCode.INFRASTRUCTURE)
 
 

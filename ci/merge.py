@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from artifacts.errors import ChperfError
+from artifacts.files import RESERVE_FILE
 from artifacts.manifest import CHPERF_VERSION, MANIFEST, read_manifest, write_manifest
+from artifacts.outdir import MARKER
 from artifacts.tables import ALL_TABLES, BOTH, ERRORS, SIDES, TESTS, WHOLE_TEST, ErrorRow
 from artifacts.tsv import Table, read_table, write_table
 from ci.shard import Shard
@@ -191,7 +193,8 @@ def _merge_error(message: str) -> ErrorRow:
 
 def _copy_extra_files(source: Path, out: Path) -> None:
     """Copy what is not a table or derived (e.g. profiles); never overwrite a shard's file."""
-    known = {t.file for t in ALL_TABLES} | DERIVED_FILES | {MANIFEST}
+    # the merged directory gets its own marker; a reserve is left only by a killed shard
+    known = {t.file for t in ALL_TABLES} | DERIVED_FILES | {MANIFEST, MARKER, RESERVE_FILE}
     for item in sorted(source.iterdir()):
         if item.name in known or item.name in DERIVED_DIRS or item.name.endswith(".tmp"):
             continue

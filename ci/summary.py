@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from artifacts.console import console_text, escape_controls
 from artifacts.errors import ExitCode
 from artifacts.manifest import load_manifest
 from artifacts.status import CheckStatus, write_status
@@ -115,17 +116,25 @@ def _ordered(lines: list[QueryLine]) -> list[QueryLine]:
 
 
 def _servers(manifest: dict[str, Any] | None) -> str:
+    """One line about the servers and the runs; what run.json lacks (or holds in another
+    shape, if damaged) reads as unknown."""
     if not manifest:
         return ""
-    servers = manifest.get("servers") or {}
+    servers = _object(manifest.get("servers"))
 
     def side(name: str) -> str:
-        info = servers.get(name) or {}
-        return f"{name} {info.get('version', '?')} (`{str(info.get('sha256', ''))[:12]}`)"
+        info = _object(servers.get(name))
+        version = _cell(str(info.get("version", "?")))
+        return f"{name} {version} (`{_cell(str(info.get('sha256', '')))[:12]}`)"
 
-    runs = (manifest.get("options") or {}).get("runs")
-    shards = len(manifest.get("shards") or []) or 1
-    return f"{side('reference')} vs {side('patched')}; {runs} runs per side; {shards} shard(s)"
+    runs = _cell(str(_object(manifest.get("options")).get("runs")))
+    shards = manifest.get("shards")
+    count = len(shards) if isinstance(shards, list) and shards else 1
+    return f"{side('reference')} vs {side('patched')}; {runs} runs per side; {count} shard(s)"
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def status_line(s: CheckSummary) -> str:
@@ -139,7 +148,7 @@ def render_markdown(s: CheckSummary, options: SummaryOptions) -> str:
     if s.changed:
         parts += _table(s.changed)
     if s.unstable:
-        names = ", ".join(f"{q.test} #{q.query_index}" for q in s.unstable[:MAX_ROWS])
+        names = ", ".join(f"{_cell(q.test)} #{q.query_index}" for q in s.unstable[:MAX_ROWS])
         more = f" and {len(s.unstable) - MAX_ROWS} more" if len(s.unstable) > MAX_ROWS else ""
         parts += [f"Unstable (too noisy to judge, not failing): {names}{more}", ""]
     parts.append(_links(options))
@@ -165,7 +174,8 @@ def _table(lines: Sequence[QueryLine]) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    """A name in a Markdown table: one line, no control characters, pipes escaped."""
+    return console_text(text).replace("|", "\\|")
 
 
 def _links(options: SummaryOptions) -> str:
@@ -190,7 +200,8 @@ def check_status(s: CheckSummary, options: SummaryOptions) -> CheckStatus:
 
 
 def error_annotations(s: CheckSummary) -> list[str]:
-    """GitHub workflow commands: one error on the test file per slower query."""
+    """GitHub workflow commands: one error on the test file per slower query. The test's
+    name and file are user-supplied: escaped so that they stay within their command."""
     commands = []
     for q in s.changed:
         if q.verdict not in FAILING_VERDICTS:
@@ -207,10 +218,13 @@ def error_annotations(s: CheckSummary) -> list[str]:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message: GitHub's escapes of `%`, CR and LF (the runner turns them back),
+    then any other control character (an ANSI escape, say) as a visible escape."""
+    return escape_controls(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _property(text: str) -> str:
+    """A command's property value (file=, title=): also `:` and `,`, which end it."""
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from artifacts.calibration import write_calibration
 from artifacts.errors import ChperfError, ExitCode
-from artifacts.manifest import read_manifest
+from artifacts.manifest import FAILED, MANIFEST, RUNNING, read_manifest
+from artifacts.stages import AA_OUTPUTS, COMPARE_OUTPUTS, remove_previous
 from artifacts.summary import write_summary
 from artifacts.tables import PATCHED, REFERENCE, SIDES
 from compare.blocked import ALPHA, smallest_p_value, structure_of, test_size
@@ -90,6 +91,7 @@ class CompareResult:
     counts: dict[str, int] = field(default_factory=dict)  # verdict value -> queries
     failures: tuple[str, ...] = ()  # why the check failed, one line each; empty on success
     fdr: Discoveries | None = None
+    removed: tuple[str, ...] = ()  # the previous outputs compare removed (report.html, ...)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -98,11 +100,15 @@ class CompareResult:
 
 def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     """Write verdicts.tsv, metrics.tsv and summary.json into `out` and judge the check. A
-    missing or other-version run.json raises ChperfError (exit 2); damaged tables do not."""
+    missing or other-version run.json, or a value no measurement gives in a table
+    (artifacts/values.py), raises ChperfError (exit 2); other damage does not."""
     manifest = read_manifest(out)
     if options.aa:
         _check_aa(out, manifest)
     calibration = read_calibration(options.calibration) if options.calibration else None
+    # Gone before anything is computed: a compare that fails never leaves the previous
+    # verdicts (and the report and CI status made from them) looking current.
+    removed = remove_previous(out, COMPARE_OUTPUTS + (AA_OUTPUTS if options.aa else ()))
     with SqlEngine() as engine:
         evidence = gather(out, engine)
         metric_series = gather_metrics(out, MIN_RUNS)
@@ -122,8 +128,9 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
             )
     metrics = [MetricStats(t, q, m, s) for (t, q, m), s in metric_stats.items()]
     notes = [GlobalProblem(p, fails_check=False) for p in metric_series.problems]
-    result = judge(verdicts, evidence, [*evidence.problems, *notes], options)
-    result = replace(result, fdr=discoveries)
+    problems = [*_run_status(manifest), *evidence.problems, *notes]
+    result = judge(verdicts, evidence, problems, options)
+    result = replace(result, fdr=discoveries, removed=removed)
     write_verdicts(out, verdicts)
     write_metrics(out, metrics)
     extra = {
@@ -134,6 +141,17 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     document = summary_document(result.status, result.message, result.counts, verdicts, extra)
     write_summary(out, document)
     return result
+
+
+def _run_status(manifest: Mapping[str, Any]) -> list[GlobalProblem]:
+    """Fail closed on a run that failed or never recorded its end: tests it did not reach
+    may be missing from the tables altogether."""
+    status = manifest.get("status")
+    if status == FAILED:
+        return [GlobalProblem(f"{MANIFEST}: the run failed: {manifest.get('failure')}", True)]
+    if status == RUNNING:
+        return [GlobalProblem(f"{MANIFEST}: the run never recorded its end (killed?)", True)]
+    return []
 
 
 def _intervals(

@@ -1,6 +1,7 @@
 """The evidence for the verdicts: runs and errors per query, from the artifacts of `chperf run`.
 Damage becomes a recorded problem, never an exception: of one query when the damaged line
-names it, of the whole comparison otherwise.
+names it, of the whole comparison otherwise. A time no measurement gives is not damage but
+refused by the reader (artifacts/values.py, exit 2).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from artifacts.tables import (
     TestRow,
 )
 from artifacts.tsv import ReadProblem, TableContents, read_table
+from artifacts.values import MAX_SECONDS
 from compare.engine import SqlEngine
 from compare.randomization import Samples
 from compare.verdict import Failure, QueryEvidence
@@ -131,7 +133,7 @@ def _add_runs_grouped(
             {"runs": str(path), "structure": RUNS.chdb_structure()},
             source="evidence.py",
         )
-        rows = engine.json_rows("runs_by_query.sql")
+        rows = engine.json_rows("runs_by_query.sql", {"max_seconds": MAX_SECONDS})
     except (OSError, InfrastructureError):
         return None
     finally:

@@ -36,6 +36,7 @@ UNSTABLE_THRESHOLD = 0.10
 MIN_RUNS = 3
 
 # Stages whose errors fail the check even on the reference side: the measurement itself broke.
+# Not a reference server's death or hang: that query is partial (_fails_check).
 FAILING_STAGES = frozenset({STAGE_RUN, STAGE_SERVER, STAGE_PARSE})
 
 
@@ -200,8 +201,18 @@ def _failed_sides(failures: tuple[Failure, ...]) -> set[str]:
 
 
 def _fails_check(failures: tuple[Failure, ...]) -> bool:
-    patched_only = _failed_sides(failures) == {PATCHED}
-    return patched_only or any(f.stage in FAILING_STAGES for f in failures)
+    counted = _not_explained_by_a_reference_crash(failures)
+    patched_only = _failed_sides(counted) == {PATCHED}
+    return patched_only or any(f.stage in FAILING_STAGES for f in counted)
+
+
+def _not_explained_by_a_reference_crash(failures: tuple[Failure, ...]) -> tuple[Failure, ...]:
+    """The reference server dying or hanging on a query is the reference's problem: its
+    failures on that side (the death and the run it broke) do not fail the check. The
+    patched server's do, whatever the reference did."""
+    if not any(f.side == REFERENCE and f.stage == STAGE_SERVER for f in failures):
+        return failures
+    return tuple(f for f in failures if f.side != REFERENCE)
 
 
 def _measurement_problem(evidence: QueryEvidence) -> str | None:

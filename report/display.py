@@ -1,4 +1,4 @@
-"""How numbers read in the report: durations, ratios, percentages."""
+"""How numbers and texts read in the report: durations, ratios, percentages, long texts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,12 @@ import math
 import re
 
 MISSING = "—"  # shown where a value does not exist (a side that failed, say)
+# A query's text is shown up to here, the whole text is a file next to the report (render.py):
+# the page holds each text up to three times, and a 50 MB query made a 157 MB report.
+MAX_QUERY_CHARS = 64 * 1024
+FULL_QUERIES_DIR = "queries"  # in the --out directory, next to report.html
+# A query's name (its tag="..." in the test file) in the tables.
+MAX_NAME_CHARS = 200
 
 
 def duration(seconds: float | None) -> str:
@@ -86,6 +92,23 @@ def count(value: int | None) -> str:
 def shorten(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def cut(text: str, limit: int) -> str:
+    """The first `limit` characters, and "…" when there were more."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def full_query_href(test: str, query_index: int) -> str:
+    """Where the whole text of a query longer than MAX_QUERY_CHARS is, relative to the report."""
+    return f"{FULL_QUERIES_DIR}/{ident(test, query_index)}.sql"
+
+
+def query_cut(length: int) -> str:
+    """What the report shows of a query text of `length` characters, when it cuts it."""
+    if length <= MAX_QUERY_CHARS:
+        return ""
+    return f"the first {MAX_QUERY_CHARS:,} of {length:,} characters"
 
 
 def sort_key(value: float | None) -> str:

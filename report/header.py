@@ -68,12 +68,14 @@ def run_problems(inputs: Inputs) -> list[ProblemView]:
     problems: list[ProblemView] = []
     status = inputs.manifest.get("status")
     if status not in (None, "complete"):
+        failure = inputs.manifest.get("failure")
+        why = f" ({failure})" if status == manifest.FAILED and failure else ""
         problems.append(
             ProblemView(
                 "",
                 "run",
                 manifest.MANIFEST,
-                f"the run is {status}: results cover only the queries measured before it "
+                f"the run is {status}{why}: results cover only the queries measured before it "
                 "stopped; rerun `chperf run` for a complete report",
             )
         )

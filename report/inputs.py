@@ -1,5 +1,7 @@
 """Everything the report is built from. The report is what people read when something went
-wrong, so bad input never raises here: it becomes a problem shown in the report."""
+wrong, so bad input never raises here: it becomes a problem shown in the report. Except a
+value no measurement gives (artifacts/values.py), which the readers refuse (exit 2): plotted,
+it would pass for a measurement."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from artifacts.columns import Columns
 from artifacts.manifest import MANIFEST, load_manifest
 from artifacts.summary import SUMMARY_FILE, Summary, read_summary
 from artifacts.tables import (
@@ -21,7 +24,7 @@ from artifacts.tables import (
     read_run_times,
     read_server_times,
 )
-from artifacts.tsv import Columns, Table, read_table
+from artifacts.tsv import Table, read_table
 from artifacts.verdicts import MetricRow, VerdictRow, read_metrics, read_verdicts
 
 # Read problems of one file beyond this many are counted, not listed (a truncated 100k-line

@@ -106,6 +106,8 @@ class QueryView:
     has_details: bool  # a details block with id=anchor exists
     equivalence: str = ""  # "equivalent" / "inconclusive" for unchanged queries
     not_calibrated: str = ""  # "not calibrated: why" when a calibration file lacks the query
+    query_file: str = ""  # href of the whole text when `query` is cut (view.MAX_QUERY_CHARS)
+    query_cut: str = ""  # "the first 65,536 of 52,428,800 characters" when it is
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import datetime
 import importlib.resources
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
 from artifacts.errors import ChperfError
+from artifacts.files import write_atomically
+from artifacts.stages import REPORT_FILE, REPORT_OUTPUTS, remove_previous
+from report.display import MAX_QUERY_CHARS, full_query_href
 from report.flamegraph import FlameGraphs, render_flamegraphs
-from report.inputs import load_inputs
+from report.inputs import Inputs, load_inputs
 from report.model import Report
 from report.view import build_report
 
 # report_templates/ is package data: found the same way in a checkout and in a wheel.
 TEMPLATE_DIR = Path(str(importlib.resources.files("report_templates")))
 TEMPLATE = "report.html.j2"
-REPORT_FILE = "report.html"
 
 
 @dataclass(frozen=True)
@@ -50,20 +51,34 @@ def render_html(report: Report) -> str:
     return environment().get_template(TEMPLATE).render(report=report)
 
 
+def write_full_queries(out: Path, inputs: Inputs) -> tuple[str, ...]:
+    """The whole text of each query the report cuts, at its full_query_href; the problems."""
+    problems = []
+    for q in inputs.queries:
+        if len(q.query) <= MAX_QUERY_CHARS:
+            continue
+        path = out / full_query_href(q.test, q.query_index)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(q.query, encoding="utf-8")
+        except OSError as e:
+            problems.append(f"the full text of {q.test} query {q.query_index}: {path}: {e}")
+    return tuple(problems)
+
+
 def render_report(out: Path) -> ReportResult:
     if not out.is_dir():
         raise ChperfError(
             f"{out}: not a directory", hint="pass the output directory of `chperf run`"
         )
+    # Gone first: a report that fails to render never leaves the previous one looking current.
+    remove_previous(out, REPORT_OUTPUTS)
     inputs = load_inputs(out)
     try:
         flames = render_flamegraphs(out, inputs.profiles)
     except OSError as e:
         flames = FlameGraphs({}, (f"flame graphs could not be written in {out}: {e}",))
     generated = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    report = build_report(inputs, flames, (), generated)
-    path = out / REPORT_FILE
-    tmp = out / (REPORT_FILE + ".tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
-    os.replace(tmp, path)  # never leave half a report behind
+    report = build_report(inputs, flames, write_full_queries(out, inputs), generated)
+    path = write_atomically(out / REPORT_FILE, render_html(report))  # never half a report
     return ReportResult(path, tuple(p.message for p in report.build_problems))

@@ -208,12 +208,15 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
     detailed = verdict in DETAILED
     metrics, omitted = _metrics(tables.metrics.get(key, [])) if detailed else ((), 0)
     slow, warnings = _warnings(key, reference, patched, tables)
+    cut = len(text) > display.MAX_QUERY_CHARS
     return QueryView(
         anchor="q-" + display.ident(test, index),
         test=test,
         query_index=index,
-        name=tables.query_names.get(key, ""),
-        query=text,
+        name=display.cut(tables.query_names.get(key, ""), display.MAX_NAME_CHARS),
+        query=display.cut(text, display.MAX_QUERY_CHARS),
+        query_file=display.full_query_href(test, index) if cut else "",
+        query_cut=display.query_cut(len(text)),
         verdict=verdict,
         reason=row.reason if row else "no row in verdicts.tsv",
         reference=display.duration(reference),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from artifacts.errors import InfrastructureError
+from artifacts.files import WriteFailed
 from artifacts.tables import (
     BOTH,
     ERRORS,
@@ -78,6 +79,8 @@ class Writers:
         self.stops = TableWriter(out, STOPS)
 
     def close(self) -> None:
+        """Close every table, also when one fails (a full disk); then raise the first failure."""
+        failed: WriteFailed | None = None
         for writer in (
             self.queries,
             self.runs,
@@ -87,7 +90,12 @@ class Writers:
             self.tests,
             self.stops,
         ):
-            writer.close()
+            try:
+                writer.close()
+            except WriteFailed as e:
+                failed = failed or e
+        if failed is not None:
+            raise failed
 
 
 @dataclass(frozen=True)
@@ -345,7 +353,9 @@ class Measurer:
         message = outcome.message
         if outcome.server_gone:
             where = f"during {test.name} query {query.index} ({label})"
-            message = self.recover(side, test.name, query.index, where, outcome.message, process)
+            message = self.recover(
+                side, test.name, query.index, where, outcome.message, process, query.sql
+            )
         self._record(test, query, side, stage, outcome.error_code, message)
         return Executed(outcome.elapsed, stage=stage, reason=message)
 
@@ -367,10 +377,18 @@ class Measurer:
             killer.close()
 
     def recover(
-        self, side: str, test: str, query_index: int, where: str, failure: str, process: int = 0
+        self,
+        side: str,
+        test: str,
+        query_index: int,
+        where: str,
+        failure: str,
+        process: int = 0,
+        sql: str = "",
     ) -> str:
-        """The server did not answer: find out why, restart it, record what happened. Main
-        thread only: a server started from a worker thread dies with it (PR_SET_PDEATHSIG)."""
+        """The server did not answer: find out why, restart it, record what happened (with
+        `sql`, the query it was running, and its log tail). Main thread only: a server started
+        from a worker thread dies with it (PR_SET_PDEATHSIG)."""
         server = self.sets[process].side(side).process
         if not server.exits_within(DEATH_GRACE_S):
             what = f"{server.describe()} stopped answering {where} ({failure}); restarted it"
@@ -380,11 +398,12 @@ class Measurer:
         server.incidents.append(what)
         try:
             server.restart()
-            self.on_restart()
         except InfrastructureError as e:
             raise InfrastructureError(f"{what}; restart failed: {e.message}") from e
+        self.on_restart()  # writes run.json: its failure is not the restart's
+        query = f"query: {sql}\n" if sql else ""
         self.writers.errors.write(
-            ErrorRow(test, query_index, side, STAGE_SERVER, 0, f"{what}\n{log}")
+            ErrorRow(test, query_index, side, STAGE_SERVER, 0, f"{what}\n{query}{log}")
         )
         return f"{what}: {failure}"
 

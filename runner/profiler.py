@@ -27,6 +27,7 @@ PROFILES_DIR = "profiles"
 PERF_FREQUENCY_HZ = 499  # prime, so sampling does not lock onto periodic work
 TRACE_LOG_PERIOD_NS = 10_000_000  # 100 samples/s of CPU time per thread
 MAX_PROFILE_RUNS = 200  # per side and query: very short queries stop here, not at the time
+PERF_ATTACH_S = 0.2  # perf needs a moment to attach before the first profile run
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # Modern servers: stacks of one query from trace_log, root first, symbolized and demangled.
@@ -88,7 +89,8 @@ def folded_name(test: str, query_index: int, side: str) -> str:
 
 
 class PerfSession:
-    """`perf record` attached to one server PID until stopped."""
+    """`perf record` attached to one server PID until stopped. Its data file is chperf's
+    until folded: `discard` removes it on every way out (profiler.Profiler._recorders)."""
 
     def __init__(self, pid: int, data_file: Path) -> None:
         self.data_file = data_file
@@ -96,9 +98,8 @@ class PerfSession:
             ["perf", "record", "-e", "cpu-clock", "-F", str(PERF_FREQUENCY_HZ), "-g",
              "-p", str(pid), "-o", str(data_file)],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # never read: a pipe could fill and stall perf
         )  # fmt: skip
-        time.sleep(0.2)  # perf needs a moment to attach before the first profile run
 
     def stop(self) -> None:
         if self._process.poll() is None:
@@ -108,6 +109,12 @@ class PerfSession:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+
+    def discard(self) -> None:
+        """Stop perf (it writes until it exits) and remove what it wrote."""
+        self.stop()
+        for leftover in (self.data_file, self.data_file.with_name(self.data_file.name + ".old")):
+            leftover.unlink(missing_ok=True)
 
     def fold(self, target: Path) -> int:
         """perf script | inferno-collapse-perf > target; returns the number of samples."""
@@ -123,7 +130,6 @@ class PerfSession:
             assert script.stdout is not None
             script.stdout.close()
             script.wait()
-        self.data_file.unlink(missing_ok=True)
         return count_samples(target)
 
 
@@ -164,8 +170,10 @@ class Profiler:
         try:
             with self._recorders(test, query) as recorders:
                 ids = self._profile_runs(test, query)
-            for side in SIDES:
-                self._save(test, query, side, recorders.get(side), ids[side])
+                for session in recorders.values():
+                    session.stop()
+                for side in SIDES:
+                    self._save(test, query, side, recorders.get(side), ids[side])
         except (OSError, subprocess.SubprocessError) as e:
             self.problems.append(f"profiling {test.name} query {query.index} failed: {e}")
         finally:
@@ -173,6 +181,8 @@ class Profiler:
 
     @contextlib.contextmanager
     def _recorders(self, test: TestDef, query: TestQuery) -> Iterator[dict[str, PerfSession]]:
+        """perf on each server whose profiler does not sample; its data files are removed
+        however the block ends (folded, failed, or a signal mid-way)."""
         sessions: dict[str, PerfSession] = {}
         try:
             for side in SIDES:
@@ -184,10 +194,12 @@ class Profiler:
                         / (folded_name(test.name, query.index, side) + ".data")
                     )
                     sessions[side] = PerfSession(server.process.pid, data)
+            if sessions:
+                time.sleep(PERF_ATTACH_S)
             yield sessions
         finally:
             for session in sessions.values():
-                session.stop()
+                session.discard()
 
     def _profile_runs(self, test: TestDef, query: TestQuery) -> dict[str, list[str]]:
         executors = {

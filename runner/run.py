@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -12,7 +13,15 @@ from datetime import UTC, datetime
 
 from artifacts.console import console_text
 from artifacts.errors import ChperfError, Terminated
-from artifacts.manifest import CHPERF_VERSION, COMPLETE, INTERRUPTED, RunManifest
+from artifacts.files import Reserve, WriteFailed
+from artifacts.manifest import (
+    CHPERF_VERSION,
+    COMPLETE,
+    FAILED,
+    INTERRUPTED,
+    MANIFEST,
+    RunManifest,
+)
 from artifacts.outdir import prepare_out_dir
 from artifacts.tables import (
     BOTH,
@@ -39,7 +48,7 @@ from runner.measure import Measurer, Writers, samples_of
 from runner.options import RunOptions
 from runner.pinning import resolve as resolve_pinning
 from runner.profiler import Profiler
-from runner.progress import Progress
+from runner.progress import ProfileForecast, Progress
 from runner.selection import LoadedTests, load_tests, selected_queries
 from runner.servers import ServerPair, started_server_sets
 from runner.settle import SETTLE_TIMEOUT_S
@@ -80,10 +89,12 @@ class Run:
         self._accounted: set[str] = set()  # tests with their row in tests.tsv
         self._listed: set[str] = set()  # tests with their rows in queries.tsv
         self._ended: set[tuple[str, int]] = set()  # queries whose measurement ended
+        self._reserve = Reserve(options.out)  # room for run.json's last write
 
     def execute(self) -> None:
         status = INTERRUPTED
         try:
+            self._reserve.hold()
             self._record_parse_problems()
             self.manifest.write(self.options.out)
             if not any(self._needs_servers(t) for t in self.loaded.tests):
@@ -103,14 +114,47 @@ class Run:
                 self.manifest.servers_started([pair.infos() for pair in sets])
             status = COMPLETE
         finally:
-            # Every test gets its row, also when the run stops early (signal, server failure).
-            stopped = _stop_reason(sys.exc_info()[1])
-            for test in self.loaded.tests:
-                self._not_run(test, stopped)
+            self._finish(status, sys.exc_info()[1])
+
+    def _finish(self, status: str, error: BaseException | None) -> None:
+        """Every test gets its row, also when the run stops early (signal, server failure),
+        then run.json says how the run ended. After a failed write the disk may be full: the
+        reserve is given back and run.json goes first; the rows are written if they fit."""
+        if isinstance(error, WriteFailed):
+            self._reserve.release()
+            self._write_end(status, error)
+            with contextlib.suppress(WriteFailed):
+                self._account_for_every_test(error)
+            with contextlib.suppress(WriteFailed):
+                self.writers.close()
+            return
+        try:
+            self._account_for_every_test(error)
             self.writers.close()
-            end = datetime.now(UTC).isoformat(timespec="seconds")
-            self.manifest.finish(status, end, time.monotonic() - self._start)
+        except WriteFailed as e:  # the disk filled up just now: the run failed after all
+            self._finish(status, e)
+            raise
+        self._reserve.release()
+        self._write_end(status, error)
+
+    def _account_for_every_test(self, error: BaseException | None) -> None:
+        stopped = _stop_reason(error)
+        for test in self.loaded.tests:
+            self._not_run(test, stopped)
+
+    def _write_end(self, status: str, error: BaseException | None) -> None:
+        end = datetime.now(UTC).isoformat(timespec="seconds")
+        failure = _failure(error)
+        status = FAILED if failure is not None else status
+        self.manifest.finish(status, end, time.monotonic() - self._start, failure)
+        try:
             self.manifest.write(self.options.out)
+        except WriteFailed as e:
+            if error is None:
+                raise
+            # The run's own error says what went wrong first; this one only adds to it.
+            what = f"{MANIFEST} does not say how the run ended: {e.message}"
+            print(f"chperf: warning: {what}", file=sys.stderr)
 
     def _record_parse_problems(self) -> None:
         for name, path, error in self.loaded.problems:
@@ -132,7 +176,6 @@ class Run:
             for t in tests
             if self.options.long or not t.is_long
         )
-        progress = Progress(total, self.options.runs, redraw=self.options.redraw_progress)
         stop_rule = self.options.stop_rule
         if stop_rule is not None:
             # m of compare's BH step; a shard's merged run has about N times its queries.
@@ -145,6 +188,12 @@ class Run:
         if self.options.profile.mode != "none" and sets:
             timeout = self.options.limits.run_seconds
             profiler = Profiler(sets[0], self.options.out, self.options.profile, timeout)
+        progress = Progress(
+            total,
+            self.options.runs,
+            redraw=self.options.redraw_progress,
+            profile=_forecast(profiler),
+        )
         current: TestDef | None = None
         try:
             if stop_rule is not None and sets:
@@ -189,21 +238,25 @@ class Run:
         sets = len(measurer.sets)
         samples = {index: samples_of(times, sets) for index, times in measurer.samples.items()}
         verdicts = judge.verdicts(test.name, test.max_ignored_relative_change, samples)
-        for query in selected_queries(test, self.options):
-            verdict = verdicts.get(query.index)
-            wanted = (
-                self.options.profile.mode == "all"
-                or test.profile_all_queries
-                or verdict in PROFILED_VERDICTS
-            )
-            if self.clock.out_of_time() is not None:
-                return  # profile runs explain; they never take a budget's last minutes
-            if verdict is not None and wanted and profiler.can_profile():
-                progress.activity(
+        queries = selected_queries(test, self.options)
+        every = self.options.profile.mode == "all" or test.profile_all_queries
+        chosen = [
+            (query, verdict)
+            for query in queries
+            if (verdict := verdicts.get(query.index)) is not None
+            and (every or verdict in PROFILED_VERDICTS)
+        ]
+        with progress.profile_phase(len(chosen), len(queries)):
+            for query, verdict in chosen:
+                if self.clock.out_of_time() is not None:
+                    return  # profile runs explain; they never take a budget's last minutes
+                if not profiler.can_profile():
+                    return
+                with progress.profiling(
                     f"{test.name} query {query.index}",
                     f"profiling ({verdict.value}, up to {profiler.options.seconds:g} s a side)",
-                )
-                profiler.profile(test, query)
+                ):
+                    profiler.profile(test, query)
 
     def _list_queries(self, test: TestDef) -> tuple[TestQuery, ...]:
         queries = selected_queries(test, self.options)
@@ -300,13 +353,13 @@ class Run:
             if not any(all(t.values()) for t in measurer.samples.values()):
                 why = next(iter(measurer.first_failures.values()), "no runs")
                 print(
-                    f"chperf: {test.name}: no query was measured on both sides: "
+                    f"chperf: {console_text(test.name)}: no query was measured on both sides: "
                     f"{console_text(why)}",
                     file=sys.stderr,
                 )
         else:
             status, reason = TEST_ERROR, f"setup failed: {setup_error}"
-            print(f"chperf: {test.name}: {console_text(reason)}", file=sys.stderr)
+            print(f"chperf: {console_text(test.name)}: {console_text(reason)}", file=sys.stderr)
             progress.skip_queries(len(queries))
         self._test_row(test, status, reason, time.monotonic() - start)
         return status == TEST_RAN
@@ -333,7 +386,7 @@ class Run:
         return sides, message
 
     def _warn(self, message: str) -> None:
-        print(f"chperf: warning: {message}", file=sys.stderr)
+        print(f"chperf: warning: {console_text(message, 1000)}", file=sys.stderr)
         self.manifest.warn(message)
 
     def _teardown(self, measurer: Measurer, test: TestDef) -> None:
@@ -368,8 +421,26 @@ def _stop_reason(error: BaseException | None) -> str:
     if isinstance(error, Terminated):
         return "terminated (SIGTERM)"
     if error is not None:
-        return f"the run stopped: {console_text(str(error), 200)}"
+        what = error.message if isinstance(error, ChperfError) else str(error)  # not the hint
+        return f"the run stopped: {console_text(what, 200)}"
     return "the run ended before it"
+
+
+def _forecast(profiler: Profiler | None) -> ProfileForecast | None:
+    """What the profile runs may add to the ETA; None when there will be none."""
+    if profiler is None or not profiler.can_profile():
+        return None
+    options = profiler.options
+    return ProfileForecast(2 * options.seconds, options.budget_seconds, options.mode == "all")
+
+
+def _failure(error: BaseException | None) -> str | None:
+    """Why the run failed, for run.json; None for an interrupt (SIGINT/SIGTERM)."""
+    if error is None or isinstance(error, (KeyboardInterrupt, Terminated)):
+        return None
+    if isinstance(error, ChperfError):
+        return error.message
+    return f"internal error: {type(error).__name__}: {error}"
 
 
 def _other(sides: tuple[str, ...]) -> str:
@@ -390,8 +461,8 @@ def pinned(options: RunOptions, loaded: LoadedTests) -> RunOptions:
 
 
 def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = None) -> Run:
-    """Validate everything that can be validated, then run. Raises ChperfError early."""
-    prepare_out_dir(options.out, options.force)
+    """Validate everything that can be validated, then prepare the output directory and run:
+    a ChperfError leaves --out as it was."""
     loaded = load_tests(options)
     for test in loaded.tests:
         for warning in test.warnings:
@@ -406,6 +477,7 @@ def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = N
             hint="check --tests and --test; test files are *.xml in ClickHouse's format",
         )
     options = pinned(options, loaded)
+    prepare_out_dir(options.out, options.force)
     current = Run(options, loaded)
     current.execute()
     return current

@@ -1,10 +1,14 @@
-"""Which tests and queries a run measures: the test files loaded, named filters applied."""
+"""Which tests and queries a run measures: the test files loaded, named filters applied. A
+name or a query index that selects nothing is an error, never a silently smaller run."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from artifacts.errors import ChperfError
 from runner.options import RunOptions
 from runner.testdef import Location, TestDef, TestDefError, TestQuery, discover, load_test
 
@@ -20,6 +24,7 @@ def load_tests(options: RunOptions) -> LoadedTests:
     problems: list[tuple[str, Path, TestDefError]] = []
     seen: dict[str, Path] = {}
     paths = discover(list(options.tests))
+    check_test_names(options.test_names, {p.stem for p in paths}, options.tests)
     if options.shard is not None:
         chosen = set(options.shard.files)
         paths = [p for p in paths if p in chosen]
@@ -37,7 +42,49 @@ def load_tests(options: RunOptions) -> LoadedTests:
             continue
         seen[test.name] = path
         tests.append(test)
+    check_query_indices(options.query_indices, tests, named=bool(options.test_names))
     return LoadedTests(tuple(tests), tuple(problems))
+
+
+def check_test_names(
+    wanted: Collection[str], names: Collection[str], where: Sequence[Path]
+) -> None:
+    """Every --test names a test file (its stem) of the --tests paths; the closest names when
+    one does not."""
+    unknown = sorted(set(wanted) - set(names))
+    if not unknown:
+        return
+    guesses = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(names), n=3)
+        guesses.append(f"--test {name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    paths = ", ".join(str(p) for p in where)
+    raise ChperfError(
+        f"no such test in {paths}: {'; '.join(guesses)}",
+        hint="a test's name is its file name without .xml; check --test and --tests",
+    )
+
+
+def check_query_indices(indices: Collection[int], tests: Sequence[TestDef], named: bool) -> None:
+    """Every --query-index is a query of each test named with --test, or, without --test, of
+    at least one loaded test."""
+    if not indices or not tests:
+        return
+    for index in sorted(indices):
+        lacking = [t for t in tests if index not in {q.index for q in t.queries}]
+        if lacking and (named or len(lacking) == len(tests)):
+            counts = ", ".join(f"{t.name} has {_queries(t)}" for t in lacking[:5])
+            raise ChperfError(
+                f"--query-index {index}: no such query ({counts})",
+                hint="query indices count from 0 in the order of the test's <query> elements",
+            )
+
+
+def _queries(test: TestDef) -> str:
+    indices = sorted(q.index for q in test.queries)
+    if len(indices) < 2:
+        return f"query {indices[0]} only" if indices else "no queries"
+    return f"{len(indices)} queries, {indices[0]} to {indices[-1]}"
 
 
 def _duplicate(test: TestDef, first: Path) -> TestDefError:

@@ -11,18 +11,33 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from artifacts.errors import InfrastructureError
 from runner.serverconfig import LISTEN_HOST, Ports, ServerLayout, write_server_files
+from runner.serverlog import (
+    ADDRESS_IN_USE,
+    LOG_TAIL_LINES,
+    LogMark,
+    fatal_lines,
+    port_taken,
+    tail,
+)
 
 READY_TIMEOUT_S = 60.0  # an 18.16 server with an empty data dir is ready in ~1 s
 STOP_TIMEOUT_S = 20.0  # SIGTERM grace period before SIGKILL
-LOG_TAIL_LINES = 20
+# A server that logged a fatal error exits within ~1 s (18.16 and the 26.9 engine both); one
+# still there and silent after this long is not going to become ready.
+FATAL_EXIT_GRACE_S = 10.0
+# Starts on fresh ports after a port was taken between chperf's choice and the server's bind:
+# a race with another program, so one retry nearly always does; three make a loop impossible.
+PORT_ATTEMPTS = 3
 _PR_SET_PDEATHSIG = 1
 
 
@@ -83,13 +98,17 @@ def server_command(binary: Path, config_file: Path) -> list[str]:
     return [str(binary), "server", *args]
 
 
-def pick_free_ports() -> Ports:
-    sockets = []
+def pick_free_ports(avoid: frozenset[int] = frozenset()) -> Ports:
+    """Two ports free now (the OS may give them to another program before the server binds
+    them: ServerProcess.wait_ready retries), none of them in `avoid`."""
+    sockets: list[socket.socket] = []
     try:
-        for _ in range(2):
+        while len(sockets) < 2:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((LISTEN_HOST, 0))
-            sockets.append(s)
+            sockets.append(s)  # held until both are picked: the two differ
+            if s.getsockname()[1] in avoid:
+                sockets.pop().close()
         tcp, http = (s.getsockname()[1] for s in sockets)
     finally:
         for s in sockets:
@@ -115,18 +134,6 @@ def _prepare_child(cpus: tuple[int, ...]) -> None:
         os.sched_setaffinity(0, cpus)
 
 
-def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 64 * 1024))
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
 class ServerProcess:
     """One running server. Start it with `start()`, always `stop()` it."""
 
@@ -135,8 +142,11 @@ class ServerProcess:
         self.layout = layout
         self.process = process
         self.ports = pick_free_ports()
+        # Ports other servers of the run were given: never taken on a retry.
+        self.avoid_ports: frozenset[int] = frozenset()
         self._process: subprocess.Popen[bytes] | None = None
         self._terminated: subprocess.Popen[bytes] | None = None  # the process sent SIGTERM
+        self._log_mark = LogMark(())
         self.restarts = 0
         self.incidents: list[str] = []
 
@@ -169,7 +179,8 @@ class ServerProcess:
         self.kill()
         self.restarts += 1
         self._launch()
-        self.wait_ready(ready_timeout)
+        # Its clients know its ports: a port taken meanwhile fails the restart.
+        self.wait_ready(ready_timeout, new_ports=False)
 
     def _check_binary(self) -> None:
         binary = self.spec.binary
@@ -186,6 +197,7 @@ class ServerProcess:
 
     def _launch(self) -> None:
         command = server_command(self.spec.binary, self.layout.config_file)
+        self._log_mark = LogMark.at_end_of(self._log_files())
         with self.layout.stderr_file.open("ab") as err:
             # A session of its own: Ctrl-C in the terminal reaches chperf, which then stops
             # the server in order, instead of the server dying mid-write.
@@ -223,17 +235,50 @@ class ServerProcess:
         except (OSError, urllib.error.URLError):
             return False
 
-    def wait_ready(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float, new_ports: bool = True) -> None:
+        """Until the server answers SELECT 1. It exiting, or logging a fatal error and not
+        exiting, ends the wait at once with its own words; a port another program took before
+        the server bound it gets fresh ports (`new_ports`, PORT_ATTEMPTS starts in all)."""
         deadline = time.monotonic() + timeout
+        attempts, fatal_at = 1, None
         while time.monotonic() < deadline:
-            if not self.is_alive():
-                self._fail_start(f"exited with code {self.exit_code()} while starting")
-            if self.ping():
+            alive = self.is_alive()
+            if alive and self.ping():
                 return
-            time.sleep(0.1)
+            since_start = self._log_mark.lines_since()
+            fatal = fatal_lines(since_start)
+            if fatal and fatal_at is None:
+                fatal_at = time.monotonic()
+            gave_up = fatal_at is not None and time.monotonic() - fatal_at > FATAL_EXIT_GRACE_S
+            if alive and not gave_up:
+                time.sleep(0.1)
+                continue
+            if new_ports and attempts < PORT_ATTEMPTS and port_taken(since_start):
+                self._start_on_new_ports()
+                attempts, fatal_at = attempts + 1, None
+                continue
+            if alive:
+                self._fail_start(
+                    f"logged a fatal error and neither exited nor answered within "
+                    f"{FATAL_EXIT_GRACE_S:g} s: {fatal[-1].strip()}"
+                )
+            self._fail_start(f"exited with code {self.exit_code()} before it was ready")
         self._fail_start(f"did not answer SELECT 1 within {timeout:.0f} s")
 
-    def _fail_start(self, what: str) -> None:
+    def _start_on_new_ports(self) -> None:
+        taken = self.ports
+        self.kill()
+        self.ports = pick_free_ports(self.avoid_ports | {taken.tcp, taken.http})
+        print(
+            f"chperf: warning: {self.side} server: port {taken.tcp} or {taken.http} was taken "
+            f"by another program before the server bound it ({ADDRESS_IN_USE}); starting it "
+            f"again on ports {self.ports.tcp} and {self.ports.http}",
+            file=sys.stderr,
+        )
+        write_server_files(self.layout, self.ports, self.spec.overlays)
+        self._launch()
+
+    def _fail_start(self, what: str) -> NoReturn:
         description = self.describe()
         command = " ".join(server_command(self.spec.binary, self.layout.config_file))
         self.stop()
@@ -243,9 +288,12 @@ class ServerProcess:
             f"{self.layout.root} (rerun with --keep-servers-dir to keep it)",
         )
 
+    def _log_files(self) -> tuple[Path, Path]:
+        return (self.layout.error_log_file, self.layout.stderr_file)
+
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         parts = []
-        for path in (self.layout.error_log_file, self.layout.stderr_file):
+        for path in self._log_files():
             text = tail(path, lines)
             if text:
                 parts.append(f"--- {path.name}\n{text}")

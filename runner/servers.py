@@ -127,15 +127,16 @@ def started_server_sets(
             f" {e.strerror}",
             hint="point --servers-dir (or TMPDIR) at a writable directory",
         ) from e
-    # Set k starts its sides in the order its first measured run uses them.
-    processes = [
-        ServerProcess(spec, ServerLayout(root / process_directory(spec.side, number)), number)
-        for number in range(count)
-        for spec in _in_run_order((reference, patched), number)
-    ]
-    _distinct_ports(processes)
+    processes: list[ServerProcess] = []
     sides: list[Side] = []
-    try:
+    try:  # from here on the directory is removed whatever happens (a signal included)
+        # Set k starts its sides in the order its first measured run uses them.
+        processes.extend(
+            ServerProcess(spec, ServerLayout(root / process_directory(spec.side, number)), number)
+            for number in range(count)
+            for spec in _in_run_order((reference, patched), number)
+        )
+        _distinct_ports(processes)
         for process in processes:
             process.launch()
         for process in processes:
@@ -171,12 +172,15 @@ def _in_run_order(specs: tuple[ServerSpec, ServerSpec], number: int) -> list[Ser
 
 def _distinct_ports(processes: list[ServerProcess]) -> None:
     """Each process picked free ports on its own; the OS may hand a just-released port out
-    again, so pick again for a process whose ports another one already has."""
+    again, so pick again for a process whose ports another one already has. A process that
+    must move to fresh ports later (wait_ready) avoids the others' ports."""
     taken: set[int] = set()
     for process in processes:
         while {process.ports.tcp, process.ports.http} & taken:
-            process.ports = pick_free_ports()
+            process.ports = pick_free_ports(frozenset(taken))
         taken |= {process.ports.tcp, process.ports.http}
+    for process in processes:  # a server started again on fresh ports keeps clear of them
+        process.avoid_ports = frozenset(taken - {process.ports.tcp, process.ports.http})
 
 
 Handlers = tuple[object, object]

@@ -1,24 +1,40 @@
 """Test definitions in ClickHouse's tests/performance XML format (docs/tests.md).
-Placeholder names expand sorted, the last varying fastest (as ClickHouse's perf.py), so query
-indices stay stable when a test gains an unrelated substitution. Real tests write literal
-braces as `{{` and `}}` (ClickHouse uses str.format); a lone brace that is not `{identifier}`
-(a map literal, `{name:Type}`) stays as written; an undeclared `{identifier}` is an error:
-almost always a typo.
+Placeholders expand as runner/substitution.py says; an undeclared `{identifier}` is an error:
+almost always a typo. A test that would expand past MAX_QUERIES_PER_TEST queries or
+MAX_EXPANDED_CHARS of SQL is an error naming the element, found before expanding it.
+Everything user-supplied in a message (paths, file names) is made safe for the console here.
 
 Format history: 1 -- the ClickHouse format as of 2024, plus `Statement` locations for the linter.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
-import xml.parsers.expat
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from artifacts.console import console_text
 from artifacts.errors import ChperfError
+from runner.substitution import (
+    MAX_EXPANDED_CHARS,
+    MAX_QUERIES_PER_TEST,
+    combinations,
+    expansion_size,
+    over_limits,
+    placeholders,
+    render,
+    render_name,
+)
+from runner.testxml import Element, XmlError, parse_xml, walk
+
+# Paths and messages as shown: long enough for any real path, bounded for a hostile one.
+MAX_SHOWN_PATH_CHARS = 1000
+MAX_MESSAGE_CHARS = 2000
+# A file a test reads (<query file>, <settings file>) larger than a whole test may expand to is
+# a mistake (a data file, /dev/zero), and is not read into memory.
+MAX_INCLUDED_FILE_BYTES = MAX_EXPANDED_CHARS
 
 
 @dataclass(frozen=True)
@@ -27,7 +43,7 @@ class Location:
     line: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
+        return f"{console_text(str(self.path), MAX_SHOWN_PATH_CHARS)}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -38,7 +54,7 @@ class Diagnostic:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.message}"
+        return f"{self.location}: {console_text(self.message, MAX_MESSAGE_CHARS)}"
 
 
 @dataclass(frozen=True)
@@ -89,6 +105,7 @@ class TestDefError(ChperfError):
     __test__ = False  # not a pytest test class, despite the name
 
     def __init__(self, location: Location, message: str, hint: str = "") -> None:
+        message = console_text(message, MAX_MESSAGE_CHARS)  # it may quote paths and values
         super().__init__(f"{location}: {message}", hint=hint)
         self.location = location
         self.reason = message
@@ -115,92 +132,13 @@ TEST_ATTRIBUTES = frozenset(
 QUERY_ATTRIBUTES = frozenset({"short", "tag", "file", "do_not_check_in_pr"})
 UNSUPPORTED_ELEMENTS = {
     "include": "<include> fragments are not supported; inline the fragment",
-}  # ClickHouse's hint for short queries; we adapt runs
-_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-# --- A minimal element tree that remembers line numbers (stdlib ElementTree does not). ---
-
-
-@dataclass
-class _Element:
-    tag: str
-    attrs: dict[str, str]
-    line: int
-    children: list[_Element] = field(default_factory=list)
-    text_parts: list[str] = field(default_factory=list)
-    text_line: int = 0  # line where the element's own text starts
-
-    @property
-    def text(self) -> str:
-        return "".join(self.text_parts)
-
-
-def _parse_xml(path: Path, data: bytes) -> _Element:
-    parser = xml.parsers.expat.ParserCreate()
-    stack: list[_Element] = []
-    root: list[_Element] = []
-
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        element = _Element(tag, attrs, parser.CurrentLineNumber)
-        (stack[-1].children if stack else root).append(element)
-        stack.append(element)
-
-    def end(_tag: str) -> None:
-        stack.pop()
-
-    def chars(data: str) -> None:
-        if stack:
-            if not stack[-1].text_parts:
-                stack[-1].text_line = parser.CurrentLineNumber
-            stack[-1].text_parts.append(data)
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as e:
-        message = xml.parsers.expat.errors.messages[e.code]
-        raise TestDefError(
-            Location(path, e.lineno), f"malformed XML: {message} (column {e.offset + 1})"
-        ) from e
-    return root[0]
-
-
-def _placeholders(template: str) -> list[tuple[str, int]]:
-    """(name, offset) of each {name} in the template, escapes skipped."""
-    return [(m.group(1), m.start()) for m in _TOKEN.finditer(template) if m.group(1)]
-
-
-def _render(template: str, values: Mapping[str, str]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name is None:
-            return match.group(0)[0]  # "{{" -> "{", "}}" -> "}"
-        return values[name]
-
-    return _TOKEN.sub(replace, template)
-
-
-def combinations(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
-    """The values of each expansion of a template: cartesian product over its declared
-    placeholders, names sorted, the last varying fastest."""
-    names = sorted({name for name, _ in _placeholders(template) if name in substitutions})
-    combos = itertools.product(*(substitutions[name] for name in names))
-    return [dict(zip(names, combo, strict=True)) for combo in combos]
-
-
-def expand(template: str, substitutions: Mapping[str, Sequence[str]]) -> list[str]:
-    """All expansions of a template. Every placeholder must be declared in `substitutions`
-    (load_test checks this first)."""
-    return [_render(template, values) for values in combinations(template, substitutions)]
+}
 
 
 def _check_placeholders(
-    path: Path, element: _Element, substitutions: Mapping[str, Sequence[str]]
+    path: Path, element: Element, substitutions: Mapping[str, Sequence[str]]
 ) -> None:
-    for name, offset in _placeholders(element.text):
+    for name, offset in placeholders(element.text):
         if name not in substitutions:
             line = element.text_line + element.text[:offset].count("\n")
             declared = ", ".join(sorted(substitutions)) or "none"
@@ -212,7 +150,7 @@ def _check_placeholders(
             )
 
 
-def _settings_file(path: Path, element: _Element) -> list[tuple[str, str]]:
+def _settings_file(path: Path, element: Element) -> list[tuple[str, str]]:
     """<settings file="x.json">: a JSON object of settings, relative to the test file; the
     element's own children come after it, so they win."""
     file = element.attrs.get("file")
@@ -220,11 +158,10 @@ def _settings_file(path: Path, element: _Element) -> list[tuple[str, str]]:
         return []
     source = path.parent / file
     location = Location(path, element.line)
+    text = _included_text(location, f"<settings file={file!r}>", source)
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise TestDefError(location, f"<settings file={file!r}>: {source}: {e.strerror}") from e
-    except (ValueError, UnicodeDecodeError) as e:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
         raise TestDefError(location, f"<settings file={file!r}>: {source}: not JSON: {e}") from e
     if not isinstance(data, dict) or not all(
         isinstance(v, str | int | float | bool) for v in data.values()
@@ -235,13 +172,33 @@ def _settings_file(path: Path, element: _Element) -> list[tuple[str, str]]:
     return [(str(k), _setting_value(v)) for k, v in data.items()]
 
 
+def _included_text(location: Location, what: str, source: Path) -> str:
+    """The text of a file a test names (newlines as in text mode); any problem, a size over
+    MAX_INCLUDED_FILE_BYTES included, is a TestDefError at the element's `location`."""
+    try:
+        with source.open("rb") as f:
+            data = f.read(MAX_INCLUDED_FILE_BYTES + 1)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the name
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise TestDefError(location, f"{what}: {source}: {reason}") from e
+    if len(data) > MAX_INCLUDED_FILE_BYTES:
+        raise TestDefError(
+            location, f"{what}: {source}: larger than {MAX_INCLUDED_FILE_BYTES:,} bytes"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TestDefError(location, f"{what}: {source}: not UTF-8 text") from e
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _setting_value(value: str | int | float | bool) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
 
 
-def _parse_settings(path: Path, element: _Element) -> list[tuple[str, str]]:
+def _parse_settings(path: Path, element: Element) -> list[tuple[str, str]]:
     settings = _settings_file(path, element)
     for child in element.children:
         if child.children:
@@ -254,7 +211,7 @@ def _parse_settings(path: Path, element: _Element) -> list[tuple[str, str]]:
     return settings
 
 
-def _only_child(path: Path, element: _Element, tag: str) -> _Element:
+def _only_child(path: Path, element: Element, tag: str) -> Element:
     found = [c for c in element.children if c.tag == tag]
     if len(found) != 1:
         raise TestDefError(
@@ -264,7 +221,7 @@ def _only_child(path: Path, element: _Element, tag: str) -> _Element:
     return found[0]
 
 
-def _parse_substitution(path: Path, element: _Element) -> tuple[str, list[str]]:
+def _parse_substitution(path: Path, element: Element) -> tuple[str, list[str]]:
     name = _only_child(path, element, "name").text.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise TestDefError(
@@ -286,7 +243,7 @@ def _parse_substitution(path: Path, element: _Element) -> tuple[str, list[str]]:
     return name, values
 
 
-def _parse_substitutions(path: Path, element: _Element) -> dict[str, list[str]]:
+def _parse_substitutions(path: Path, element: Element) -> dict[str, list[str]]:
     substitutions: dict[str, list[str]] = {}
     for child in element.children:
         if child.tag != "substitution":
@@ -305,7 +262,7 @@ def _parse_substitutions(path: Path, element: _Element) -> dict[str, list[str]]:
 
 
 def _number_attribute(
-    path: Path, root: _Element, name: str, *, positive: bool, hint: str
+    path: Path, root: Element, name: str, *, positive: bool, hint: str
 ) -> float | None:
     raw = root.attrs.get(name)
     if raw is None:
@@ -320,7 +277,7 @@ def _number_attribute(
     return value
 
 
-def _parse_threshold(path: Path, root: _Element) -> float | None:
+def _parse_threshold(path: Path, root: Element) -> float | None:
     """Changes up to this fraction are ignored; 1.0 or more: the test never fails the check."""
     return _number_attribute(
         path,
@@ -331,11 +288,11 @@ def _parse_threshold(path: Path, root: _Element) -> float | None:
     )
 
 
-def _flag(root: _Element, name: str) -> bool:
+def _flag(root: Element, name: str) -> bool:
     return root.attrs.get(name, "0").strip().lower() in ("1", "true", "yes")
 
 
-def _unprovided(root: _Element) -> str:
+def _unprovided(root: Element) -> str:
     """Why the test cannot run here: it needs S3 storage, which chperf's servers do not have."""
     needs = [name for name in ("requires_s3", "requires_s3_read_dataset") if _flag(root, name)]
     if not needs:
@@ -343,19 +300,13 @@ def _unprovided(root: _Element) -> str:
     return f"needs S3 storage ({', '.join(needs)}=1), which chperf does not provide"
 
 
-def _parse_max_query_seconds(path: Path, root: _Element) -> float | None:
+def _parse_max_query_seconds(path: Path, root: Element) -> float | None:
     return _number_attribute(
         path, root, "max_query_seconds", positive=True, hint="write seconds, e.g. 30"
     )
 
 
-def _walk(element: _Element) -> Iterator[_Element]:
-    for child in element.children:
-        yield child
-        yield from _walk(child)
-
-
-def _warnings(path: Path, root: _Element) -> list[Diagnostic]:
+def _warnings(path: Path, root: Element) -> list[Diagnostic]:
     found = []
     for name in sorted(set(root.attrs) - TEST_ATTRIBUTES):
         found.append(Diagnostic(Location(path, root.line), f"unknown attribute {name} ignored"))
@@ -387,7 +338,7 @@ def _warnings(path: Path, root: _Element) -> list[Diagnostic]:
     return found
 
 
-def _statement_text(path: Path, element: _Element) -> str:
+def _statement_text(path: Path, element: Element) -> str:
     """The element's SQL: its text, or the file its file="..." names (relative to the test
     file), which must hold one statement."""
     file = element.attrs.get("file")
@@ -397,11 +348,7 @@ def _statement_text(path: Path, element: _Element) -> str:
     location = Location(path, element.line)
     if element.text.strip():
         raise TestDefError(location, f"<{element.tag}> has both file={file!r} and text")
-    try:
-        text = source.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
-        raise TestDefError(location, f"<{element.tag} file={file!r}>: {source}: {reason}") from e
+    text = _included_text(location, f"<{element.tag} file={file!r}>", source).strip()
     text = text.rstrip(";").rstrip()
     if ";" in _without_literals(text).rstrip(";"):
         raise TestDefError(
@@ -417,7 +364,7 @@ def _without_literals(sql: str) -> str:
     return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/", "", sql, flags=re.S)
 
 
-def _check_statement(path: Path, element: _Element, sql: str) -> None:
+def _check_statement(path: Path, element: Element, sql: str) -> None:
     location = Location(path, element.line)
     if element.attrs.get("type") == "shell":
         raise TestDefError(
@@ -435,9 +382,10 @@ def _check_statement(path: Path, element: _Element, sql: str) -> None:
 
 
 def _statements(
-    path: Path, root: _Element, substitutions: Mapping[str, Sequence[str]]
+    path: Path, root: Element, substitutions: Mapping[str, Sequence[str]], max_queries: int
 ) -> list[Statement]:
-    statements = []
+    statements: list[Statement] = []
+    chars = 0
     for element in root.children:
         if element.tag not in STATEMENT_KINDS:
             continue
@@ -450,28 +398,28 @@ def _statements(
         location = Location(path, element.line)
         tag = element.attrs.get("tag", "")
         from_file = "file" in element.attrs  # a file's text is used as it is
-        for values in combinations(("" if from_file else text) + " " + tag, substitutions):
-            sql = text if from_file else _render(text, values)
-            statements.append(Statement(element.tag, sql, location, _render_name(tag, values)))
+        template = ("" if from_file else text) + " " + tag
+        size = expansion_size(template, substitutions)
+        chars += size.chars + (size.count * len(text) if from_file else 0)
+        problem = over_limits(element.tag, size, len(statements), chars, max_queries)
+        if problem:
+            raise TestDefError(
+                location, problem, hint="use fewer values, or split the test into several files"
+            )
+        for values in combinations(template, substitutions):
+            sql = text if from_file else render(text, values)
+            statements.append(Statement(element.tag, sql, location, render_name(tag, values)))
     return statements
 
 
-def _render_name(template: str, values: Mapping[str, str]) -> str:
-    """A tag's placeholders filled in; one no substitution declares stays as written."""
-    return _TOKEN.sub(
-        lambda m: values.get(m.group(1), m.group(0)) if m.group(1) else m.group(0)[0],
-        template,
-    )
-
-
 def _unused_substitutions(
-    path: Path, root: _Element, substitutions: Mapping[str, Sequence[str]]
+    path: Path, root: Element, substitutions: Mapping[str, Sequence[str]]
 ) -> list[Diagnostic]:
     used = {
         name
         for element in root.children
         if element.tag in STATEMENT_KINDS
-        for name, _ in _placeholders(element.text)
+        for name, _ in placeholders(element.text)
     }
     return [
         Diagnostic(Location(path, root.line), f"substitution {{{name}}} is never used")
@@ -479,9 +427,13 @@ def _unused_substitutions(
     ]
 
 
-def parse_test(path: Path, data: bytes) -> TestDef:
-    """Parse a test from bytes; `path` names it (test name = file stem) and its locations."""
-    root = _parse_xml(path, data)
+def parse_test(path: Path, data: bytes, *, max_queries: int = MAX_QUERIES_PER_TEST) -> TestDef:
+    """Parse a test from bytes; `path` names it (test name = file stem) and its locations.
+    A test expanding to more than `max_queries` queries (of every kind) is an error."""
+    try:
+        root = parse_xml(data)
+    except XmlError as e:
+        raise TestDefError(Location(path, e.line), e.message) from e
     if root.tag != "test":
         raise TestDefError(Location(path, root.line), f"root element is <{root.tag}>, not <test>")
     settings: list[tuple[str, str]] = []
@@ -493,13 +445,13 @@ def parse_test(path: Path, data: bytes) -> TestDef:
             settings += _parse_settings(path, child)
         elif child.tag == "substitutions":
             substitutions.update(_parse_substitutions(path, child))
-    statements = _statements(path, root, substitutions)
+    statements = _statements(path, root, substitutions, max_queries)
     queries = [s for s in statements if s.kind == "query"]
     if not queries:
         raise TestDefError(
             Location(path, root.line), "no <query> in this test", hint="add at least one <query>"
         )
-    tags = {t.text.strip() for t in _walk(root) if t.tag == "tag"}
+    tags = {t.text.strip() for t in walk(root) if t.tag == "tag"}
     required = tuple(
         t.text.strip()
         for p in root.children
@@ -545,7 +497,7 @@ def discover(paths: Sequence[Path]) -> list[Path]:
             files = [path]
         else:
             raise ChperfError(
-                f"{path}: no such test file or directory",
+                f"{console_text(str(path), MAX_SHOWN_PATH_CHARS)}: no such test file or directory",
                 hint="pass test files or directories of *.xml files",
             )
         for file in files:

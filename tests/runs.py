@@ -28,13 +28,16 @@ OFFSET = (STEADY_7, tuple(v * 1.04 for v in STEADY_7))
 SERVER = {"binary": "/usr/sbin/clickhouse-server", "sha256": "abc", "overlays": []}
 
 
-def write_artifacts(out: Path, series: Series, errors: Sequence[ErrorRow] = ()) -> Path:
-    """A run of one test `t` whose queries took the given client times."""
+def write_artifacts(
+    out: Path, series: Series, errors: Sequence[ErrorRow] = (), test: str = "t"
+) -> Path:
+    """A run of one test (`t` unless named otherwise, from the file `<test>.xml`) whose
+    queries took the given client times."""
     out.mkdir(parents=True, exist_ok=True)
     write_manifest(out, {})
-    write_table(out, QUERIES, [QueryRow("t", i, f"SELECT {i}", None) for i in series])
+    write_table(out, QUERIES, [QueryRow(test, i, f"SELECT {i}", None) for i in series])
     runs = [
-        RunRow("t", i, side, run, f"t-{i}-{run}", value)
+        RunRow(test, i, side, run, f"t-{i}-{run}", value)
         for i, sides in series.items()
         for side, values in zip(("reference", "patched"), sides, strict=True)
         for run, value in enumerate(values)
@@ -43,7 +46,7 @@ def write_artifacts(out: Path, series: Series, errors: Sequence[ErrorRow] = ()) 
     write_table(out, QUERY_LOG, [])
     write_table(out, PROFILE_EVENTS, [])
     write_table(out, ERRORS, errors)
-    write_table(out, TESTS, [TestRow("t", "t.xml", "ran", "", 1.0)])
+    write_table(out, TESTS, [TestRow(test, f"{test}.xml", "ran", "", 1.0)])
     return out
 
 

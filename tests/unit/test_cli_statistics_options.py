@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from artifacts.calibration import CALIBRATION_COLUMNS
 from artifacts.errors import ChperfError
 from chperf.options import compare_options as _compare_options
 from chperf.options import run_options as _run_options
@@ -27,10 +28,12 @@ def test_an_fdr_above_1_is_a_usage_error() -> None:
     assert raised.value.code == 2
 
 
-def test_calibration_and_aa_reach_the_compare_options() -> None:
-    args = build_parser().parse_args(["compare", "out", "--aa", "--calibration", "c.tsv"])
+def test_calibration_and_aa_reach_the_compare_options(tmp_path: Path) -> None:
+    calibration = tmp_path / "c.tsv"
+    calibration.write_text("\t".join(CALIBRATION_COLUMNS) + "\n")
+    args = build_parser().parse_args(["compare", "out", "--aa", "--calibration", str(calibration)])
     options = _compare_options(args)
-    assert (options.aa, options.calibration) == (True, Path("c.tsv"))
+    assert (options.aa, options.calibration) == (True, calibration)
 
 
 def test_run_aa_makes_the_patched_side_the_reference_binary_and_overlays(tmp_path: Path) -> None:

@@ -242,8 +242,7 @@ def test_a_run_stopped_before_its_first_query_is_incomplete_not_failed(tmp_path:
     [
         "",  # clean: the grouped path reads it
         "t\t0\treference\t0\tt-0-0\t0.1\t0\n",  # run 0 recorded twice
-        "t\t0\treference\t99\tt-0-99\t-0.5\t0\n",  # a time below 0
-        "t\t0\treference\t98\tt-0-98\tinf\t0\n",  # not finite
+        "t\t0\treference\t99\tt-0-99\t0\t0\n",  # a time not above 0
         "t\t0\tother\t97\tt-0-97\t0.1\t0\n",  # an unknown server
         "t\t1\tpatched\t0\tt-1-0\t0.1\t1\n",  # run 0 of query 1 on two process sets
         "t\t0\treference\t3",  # a truncated last line

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from artifacts.errors import ChperfError
+from runner.substitution import expand
 from runner.testdef import (
     TestDefError,
     check_unique_names,
     discover,
-    expand,
     load_test,
     parse_test,
 )

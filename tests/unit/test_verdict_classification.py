@@ -120,6 +120,28 @@ def test_query_failures_become_partial_or_error(
     assert result.stats is None
 
 
+CRASH = "server (pid 4121, port 9001) exited with code -9 during t query 0 (run4)"
+
+
+@pytest.mark.parametrize(
+    ("failures", "fails_check"),
+    [
+        ((Failure("reference", "server", CRASH), Failure("reference", "run", CRASH)), False),
+        ((Failure("patched", "server", CRASH), Failure("patched", "run", CRASH)), True),
+        ((Failure("reference", "server", CRASH), Failure("patched", "run", "Timeout")), True),
+        ((Failure("reference", "server", "stopped answering"),), False),
+    ],
+    ids=["reference-crash", "patched-crash", "reference-crash-and-patched-error", "hang"],
+)
+def test_a_server_dying_on_a_query_fails_the_check_only_on_the_patched_side(
+    failures: tuple[Failure, ...], fails_check: bool
+) -> None:
+    result = classify(failed(*failures), DEFAULT)
+    assert result.verdict in (Verdict.PARTIAL, Verdict.ERROR)
+    assert result.fails_check is fails_check
+    assert failures[0].message in result.reason
+
+
 def test_query_failing_only_on_patched_is_partial_and_fails_the_check() -> None:
     result = classify(failed(Failure("patched", "prewarm", "Unknown function f")), DEFAULT)
     assert result.verdict is Verdict.PARTIAL and result.fails_check

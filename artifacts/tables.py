@@ -66,6 +66,9 @@ class RunRow:
     # seconds, wall time around the run with the result fully received
     client_time: float = field(metadata=SECONDS)
     process: int = 0  # which server process of its side ran it (runner/schedule.server_set)
+    # wall clock (Unix seconds) when the run started, to place it among monitor.tsv's samples;
+    # 0.0 in files written before the column existed
+    start_time: float = 0.0
 
 
 @dataclass(slots=True)  # as RunRow: read in bulk
@@ -109,6 +112,33 @@ class TestRow:
 
 
 @dataclass(frozen=True)
+class MonitorRow:
+    """One interval of the environment monitor (runner/monitor.py); CPU shares are of the
+    whole machine's CPU time, `*_cpu` are cores' worth, pressures are shares of the interval
+    some task stalled (None: the kernel has no pressure information)."""
+
+    time: float  # wall clock (Unix seconds) at the end of the interval
+    seconds: float
+    cpus: int
+    user: float
+    system: float
+    iowait: float
+    steal: float  # taken by the hypervisor for other guests
+    idle: float
+    servers_cpu: float  # our servers
+    chperf_cpu: float  # chperf's own process
+    foreign_cpu: float  # everything else on the machine
+    load1: float
+    runnable: int
+    cpu_pressure: float | None
+    io_pressure: float | None
+    memory_pressure: float | None
+    disk_busy: float  # share of the interval a disk was busy
+    disk_queue: float  # average requests in flight
+    mem_available_mb: float
+
+
+@dataclass(frozen=True)
 class StopRow:
     """Why the measurement of a query ended (adaptive mode; fixed mode: "fixed N runs")."""
 
@@ -123,7 +153,10 @@ QUERIES = Table("queries.tsv", QueryRow)
 
 def _run_row(f: list[str]) -> RunRow:
     """A runs.tsv line's fields, by hand: the largest table of a run."""
-    return RunRow(f[0], int(f[1]), f[2], int(f[3]), f[4], seconds(f[5], "client_time"), int(f[6]))
+    return RunRow(
+        f[0], int(f[1]), f[2], int(f[3]), f[4], seconds(f[5], "client_time"), int(f[6]),
+        float(f[7]),
+    )  # fmt: skip
 
 
 RUNS = Table("runs.tsv", RunRow, _run_row)
@@ -132,6 +165,7 @@ PROFILE_EVENTS = Table("profile_events.tsv", ProfileEventRow)
 ERRORS = Table("errors.tsv", ErrorRow)
 TESTS = Table("tests.tsv", TestRow)
 STOPS = Table("stops.tsv", StopRow)
+MONITOR = Table("monitor.tsv", MonitorRow)
 ALL_TABLES: tuple[Table[Any], ...] = (
     QUERIES,
     RUNS,
@@ -140,6 +174,7 @@ ALL_TABLES: tuple[Table[Any], ...] = (
     ERRORS,
     TESTS,
     STOPS,
+    MONITOR,
 )
 
 

@@ -96,7 +96,9 @@ def _without_fdr(out: Path) -> str:
         [sys.executable, "-m", "chperf", "compare", str(out), "--fdr", "0"],
         check=False, cwd=REPO, capture_output=True, text=True,
     )  # fmt: skip
-    line = done.stderr.strip().splitlines()[0] if done.stderr.strip() else "(no output)"
+    # the verdict line; compare's note that it removed the previous report comes first
+    lines = [x for x in done.stderr.strip().splitlines() if "removed the report" not in x]
+    line = lines[0] if lines else "(no output)"
     # leave OUT as the default run wrote it
     subprocess.run([sys.executable, "-m", "chperf", "compare", str(out), "--aa"],
                    check=False, cwd=REPO, capture_output=True)  # fmt: skip

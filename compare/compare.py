@@ -30,6 +30,7 @@ from compare.calibration import (
 from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather
 from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_level
+from compare.interference import FOREIGN_CPU, STEAL, Interference, interference
 from compare.metrics import gather_metrics
 from compare.noise import machine_noise
 from compare.outputs import MetricStats, summary_document, write_metrics, write_verdicts
@@ -121,6 +122,8 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
         intervals = _intervals(Bootstrap(engine).intervals(pooled), stats)
         discoveries = _discoveries(stats, options.fdr)
         verdicts = _classify(evidence, _Extra(stats, intervals, discoveries, calibration), options)
+        disturbed = interference(out)
+        verdicts = _with_interference(verdicts, disturbed)
         metric_stats = randomization.statistics(metric_series.series)
         if options.aa:
             write_calibration(
@@ -137,6 +140,7 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
         "method": options.method,
         **_summary_extra(verdicts, discoveries, calibration),
         "noise": _noise(evidence, verdicts),
+        "interference": _interference_summary(disturbed),
     }
     document = summary_document(result.status, result.message, result.counts, verdicts, extra)
     write_summary(out, document)
@@ -263,6 +267,39 @@ def _check_aa(out: Path, manifest: Mapping[str, Any]) -> None:
                 "not an A/A run",
                 hint="calibrate from the output of `chperf run --aa`",
             )
+
+
+def _with_interference(
+    verdicts: list[QueryVerdict], disturbed: Mapping[tuple[str, int], Interference]
+) -> list[QueryVerdict]:
+    """A measured query's reason says which of its runs coincided with interference."""
+    found = []
+    for v in verdicts:
+        note = (
+            disturbed[(v.test, v.query_index)].note()
+            if (v.test, v.query_index) in disturbed
+            else ""
+        )
+        found.append(replace(v, reason=f"{v.reason}; {note}") if note and v.stats else v)
+    return found
+
+
+def _interference_summary(
+    disturbed: Mapping[tuple[str, int], Interference],
+) -> dict[str, Any] | None:
+    """summary.json's interference: None when the run has no monitor samples."""
+    if not disturbed:
+        return None
+    hit = [i for i in disturbed.values() if i.disturbed]
+    return {
+        "queries": len(disturbed),
+        "disturbed_queries": len(hit),
+        "disturbed_runs": sum(len(i.disturbed) for i in hit),
+        "foreign_cpu_max": max(i.foreign_cpu for i in disturbed.values()),
+        "steal_max": max(i.steal for i in disturbed.values()),
+        "foreign_cpu_threshold": FOREIGN_CPU,
+        "steal_threshold": STEAL,
+    }
 
 
 def _summary_extra(

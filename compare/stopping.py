@@ -30,6 +30,11 @@ Z_THRESHOLD = 2.5758
 Z_FUTILITY = 1.2816
 
 
+# A query whose pairs coincided with interference (runner/monitor.py) in more than this share
+# runs on: a verdict then rests mostly on runs no neighbour disturbed.
+DISTURBED_SHARE = 0.25
+
+
 # A look after every run (none during an extension): the paired p-value floor halves with each
 # pair, so a clear change settles sooner, and a look (~20 ms) is cheap against a pair.
 CHECK_EVERY = 1
@@ -323,3 +328,19 @@ def is_checkpoint(rule: StopRule, runs: int) -> bool:
     if runs == rule.max_runs:
         return True  # rule 5 decides there
     return rule.min_runs <= runs < rule.max_runs and (runs - rule.min_runs) % CHECK_EVERY == 0
+
+
+def hold_for_interference(
+    rule: StopRule, runs: int, spent_seconds: float, disturbed: int, decision: StopDecision
+) -> StopDecision:
+    """A stop, unless more than DISTURBED_SHARE of the pairs so far coincided with
+    interference and neither max_runs nor the query's budget is reached: then more runs."""
+    if not decision.stop or disturbed <= DISTURBED_SHARE * runs:
+        return decision
+    if runs >= rule.max_runs or spent_seconds >= rule.budget_seconds:
+        return decision
+    return StopDecision(
+        False,
+        f"{disturbed} of {runs} pairs coincided with interference (more than "
+        f"{DISTURBED_SHARE:.0%}): more runs",
+    )

@@ -13,6 +13,7 @@ from artifacts.files import WriteFailed
 from artifacts.tables import (
     BOTH,
     ERRORS,
+    MONITOR,
     PATCHED,
     PROFILE_EVENTS,
     QUERIES,
@@ -37,7 +38,13 @@ from artifacts.tables import (
 from artifacts.tsv import TableWriter
 from compare.interim import InterimJudge
 from compare.randomization import Samples
-from compare.stopping import StopDecision, StopRule, is_checkpoint, should_stop
+from compare.stopping import (
+    StopDecision,
+    StopRule,
+    hold_for_interference,
+    is_checkpoint,
+    should_stop,
+)
 from compare.verdict import MIN_RUNS
 from runner.budget import TIMEOUT_CODES, Clock, Limits
 from runner.control import QueryLogEntry
@@ -77,6 +84,7 @@ class Writers:
         self.errors = TableWriter(out, ERRORS)
         self.tests = TableWriter(out, TESTS)
         self.stops = TableWriter(out, STOPS)
+        self.monitor = TableWriter(out, MONITOR)
 
     def close(self) -> None:
         """Close every table, also when one fails (a full disk); then raise the first failure."""
@@ -89,6 +97,7 @@ class Writers:
             self.errors,
             self.tests,
             self.stops,
+            self.monitor,
         ):
             try:
                 writer.close()
@@ -167,6 +176,9 @@ class Measurer:
         self.discoveries = 0  # queries stopped as changed with an FDR-safe p-value
         self.wakes = 0
         self.judge = judge
+        # Whether a pair's wall-clock window coincided with interference (runner/monitor.py);
+        # None: no monitor, no pair counts as disturbed.
+        self.disturbed: Callable[[float, float], bool] | None = None
         # Called after a server restart (new PID), so run.json always names live processes.
         self.on_restart: Callable[[], None] = lambda: None
 
@@ -183,12 +195,14 @@ class Measurer:
         sides, ended = self._prewarm(test, query, sides_set_up, limits, settings)
         start = time.perf_counter()
         reason = ended or ("failed on both sides" if not sides else f"fixed {self.runs} runs")
+        disturbed_pairs = 0
         for run in range(self.max_runs if sides and not ended else 0):
             why = self.clock.out_of_time()
             if why is not None:
                 reason = self._out_of_time(test, query, why, run)
                 break
             process = server_set(run, len(self.sets))
+            pair_start = time.time()
             for slot in abba_pair(run, sides):
                 label = run_label(run)
                 outcome = self._execute(
@@ -204,13 +218,24 @@ class Measurer:
                     continue
                 qid = query_id(test.name, query.index, run_label(run))
                 self.writers.runs.write(
-                    RunRow(test.name, query.index, slot.side, run, qid, outcome.elapsed, process)
+                    RunRow(
+                        test.name,
+                        query.index,
+                        slot.side,
+                        run,
+                        qid,
+                        outcome.elapsed,
+                        process,
+                        time.time() - outcome.elapsed,
+                    )
                 )
                 self.measured.add(process, slot.side, qid, query.index, run)
                 times[slot.side].append(outcome.elapsed)
             if not sides:
                 break
-            decision, looked = self._stop_decision(run + 1, times, limits)
+            if self.disturbed is not None and self.disturbed(pair_start, time.time()):
+                disturbed_pairs += 1
+            decision, looked = self._stop_decision(run + 1, times, limits, disturbed_pairs)
             if decision is not None and decision.stop:
                 reason = decision.reason
                 self.discoveries += decision.discovery
@@ -286,7 +311,7 @@ class Measurer:
         return self.stop_rule.extended_runs if self.stop_rule else self.runs
 
     def _stop_decision(
-        self, runs: int, times: dict[str, list[float]], limits: Limits
+        self, runs: int, times: dict[str, list[float]], limits: Limits, disturbed: int = 0
     ) -> tuple[StopDecision | None, bool]:
         """The stop rule's decision and whether it looked at the statistics (a chDB
         evaluation). In the fixed mode only the query's time budget stops it early, once it
@@ -305,7 +330,8 @@ class Measurer:
         looked = is_checkpoint(self.stop_rule, runs) and all(times.values())
         if looked:
             stats = self.judge.stats(samples_of(times, len(self.sets)))
-        return should_stop(self.stop_rule, runs, spent, stats, self.discoveries), looked
+        decision = should_stop(self.stop_rule, runs, spent, stats, self.discoveries)
+        return hold_for_interference(self.stop_rule, runs, spent, disturbed, decision), looked
 
     def _wake(self, run: int, sides: Sequence[str]) -> None:
         """WAKE_QUERY on the server that executes run `run` first. Its outcome does not matter:

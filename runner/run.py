@@ -8,7 +8,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from artifacts.console import console_text
@@ -36,6 +36,7 @@ from artifacts.tables import (
     TEST_SKIPPED,
     WHOLE_TEST,
     ErrorRow,
+    MonitorRow,
     QueryRow,
     TestRow,
 )
@@ -45,6 +46,7 @@ from runner.budget import Clock
 from runner.environment import environment_warnings
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers, samples_of
+from runner.monitor import Monitor
 from runner.options import RunOptions
 from runner.pinning import resolve as resolve_pinning
 from runner.profiler import Profiler
@@ -88,6 +90,8 @@ class Run:
         self.clock = Clock(options.limits)
         self._accounted: set[str] = set()  # tests with their row in tests.tsv
         self._listed: set[str] = set()  # tests with their rows in queries.tsv
+        # the environment monitor's verdict on a wall-clock window, while it runs
+        self._disturbed: Callable[[float, float], bool] | None = None
         self._ended: set[tuple[str, int]] = set()  # queries whose measurement ended
         self._reserve = Reserve(options.out)  # room for run.json's last write
 
@@ -102,13 +106,16 @@ class Run:
                 self._run_tests(())
                 status = COMPLETE
                 return
-            with started_server_sets(
-                self.options.reference,
-                self.options.patched,
-                self.options.processes,
-                keep_dir=self.options.keep_servers_dir,
-                parent_dir=self.options.servers_dir,
-            ) as sets:
+            with (
+                started_server_sets(
+                    self.options.reference,
+                    self.options.patched,
+                    self.options.processes,
+                    keep_dir=self.options.keep_servers_dir,
+                    parent_dir=self.options.servers_dir,
+                ) as sets,
+                self._monitored(sets),
+            ):
                 self._servers_started(sets)
                 self._run_tests(sets)
                 self.manifest.servers_started([pair.infos() for pair in sets])
@@ -165,6 +172,22 @@ class Run:
         self.manifest.servers_started([pair.infos() for pair in sets])
         self.manifest.write(self.options.out)
 
+    @contextlib.contextmanager
+    def _monitored(self, sets: tuple[ServerPair, ...]) -> Iterator[None]:
+        """The environment monitor samples the machine into monitor.tsv while the servers
+        run; our servers' CPU time is told from everything else's by their PIDs."""
+
+        def watched() -> list[int]:
+            return [pair.side(side).process.pid for pair in sets for side in SIDES]
+
+        def record(sample: MonitorRow) -> None:
+            with contextlib.suppress(WriteFailed):  # the run's own next write reports it
+                self.writers.monitor.write(sample)
+
+        with Monitor(record, watched) as monitor:
+            self._disturbed = monitor.disturbed
+            yield
+
     def _needs_servers(self, test: TestDef) -> bool:
         wanted = self.options.long or not test.is_long
         return wanted and not test.skip_reason and bool(selected_queries(test, self.options))
@@ -184,6 +207,7 @@ class Run:
         judge = InterimJudge(self.options.thresholds, self.options.method)
         measurer = Measurer(sets, self.writers, self.options.runs, self.clock, stop_rule, judge)
         measurer.on_restart = lambda: self._servers_started(sets)
+        measurer.disturbed = self._disturbed
         profiler = None
         if self.options.profile.mode != "none" and sets:
             timeout = self.options.limits.run_seconds

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from artifacts.tables import ERRORS, PROFILE_EVENTS, QUERY_LOG, RUNS, STOPS, TESTS
+from artifacts.tables import ERRORS, MONITOR, PROFILE_EVENTS, QUERY_LOG, RUNS, STOPS, TESTS
 from artifacts.tsv import read_table
 from tests.conftest import DATA, REPO, process_exists, run_chperf, server_pids
 
@@ -52,6 +52,18 @@ def test_every_measured_query_has_n_runs_per_side_in_abba_order(small_run: Path)
         expected += pair if n % 4 in (0, 3) else pair[::-1]  # R P, P R, P R, R P
     for order in full.values():
         assert order == expected
+
+
+def test_the_monitor_samples_the_machine_around_every_run_and_sees_the_servers_work(
+    small_run: Path,
+) -> None:
+    samples = sorted(read_table(small_run, MONITOR).rows, key=lambda s: s.time)
+    runs = read_table(small_run, RUNS).rows
+    assert samples and all(r.start_time > 0 for r in runs)
+    assert samples[0].time - samples[0].seconds <= min(r.start_time for r in runs)
+    assert samples[-1].time >= max(r.start_time + r.client_time for r in runs) - 1.0
+    assert max(s.servers_cpu for s in samples) > 0.1  # the servers' own CPU time, by PID
+    assert all(0.0 <= s.idle <= 1.0 and s.cpus >= 1 for s in samples)
 
 
 def test_query_ids_match_query_log_rows_on_both_servers(small_run: Path) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from compare.randomization import SeriesStats
-from compare.stopping import StopRule, should_stop
+from compare.stopping import StopDecision, StopRule, hold_for_interference, should_stop
 
 RULE = StopRule(min_runs=7, max_runs=25, target=0.05, min_effect=0.05, budget_seconds=30)
 FDR_RULE = StopRule(min_runs=7, max_runs=25, target=0.05, min_effect=0.05, fdr_q=0.05, queries=100)
@@ -304,3 +304,25 @@ def test_a_d_beyond_t_and_the_minimum_effect_that_one_process_set_misses_settles
     below = dataclasses.replace(series, diff=0.046, process_diffs=(0.05, 0.042))
     assert below.beyond_threshold
     assert not should_stop(RULE, 14, 1.0, below).stop
+
+
+@pytest.mark.parametrize(
+    ("runs", "spent", "disturbed", "stops"),
+    [
+        (10, 1.0, 2, True),  # 20% of the pairs: the verdict rests on undisturbed runs
+        (10, 1.0, 3, False),  # 30%: more runs
+        (25, 1.0, 20, True),  # max runs: no more
+        (10, 30.0, 9, True),  # the query's budget: no more
+    ],
+)
+def test_a_query_whose_pairs_met_interference_runs_on_until_they_are_a_quarter(
+    runs: int, spent: float, disturbed: int, stops: bool
+) -> None:
+    rule = StopRule()
+    settled = StopDecision(True, "settled: T 3.0%, D +0.1%")
+    decision = hold_for_interference(rule, runs, spent, disturbed, settled)
+    assert decision.stop is stops
+    if not stops:
+        assert f"{disturbed} of {runs} pairs coincided with interference" in decision.reason
+    running = StopDecision(False, "T 9% above the target 5%")
+    assert hold_for_interference(rule, runs, spent, disturbed, running) is running

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from artifacts.columns import Columns, read_columns
+from artifacts.columns import NULL, Columns, read_columns
 from artifacts.tsv import Table, unescape
 from artifacts.values import SECONDS, seconds
 
@@ -186,6 +186,7 @@ class RunTime(NamedTuple):
     server: str
     run: int
     client_time: float
+    start_time: float = 0.0  # 0.0: written before runs had a start time
 
 
 class ServerTime(NamedTuple):
@@ -196,12 +197,13 @@ class ServerTime(NamedTuple):
 
 
 _RUN_TIME = ("test", "query_index", "server", "run", "client_time")
+_RUN_TIME_COLUMNS = (*_RUN_TIME, "start_time")
 _SERVER_TIME = ("test", "query_index", "server", "server_time")
 
 
 def read_run_times(directory: Path) -> Columns[RunTime]:
     """runs.tsv reduced to what the report plots, read by column name: fast on 100k rows."""
-    return read_columns(directory, RUNS.file, _RUN_TIME, _RUN_TIME, _run_time)
+    return read_columns(directory, RUNS.file, _RUN_TIME, _RUN_TIME_COLUMNS, _run_time)
 
 
 def read_server_times(directory: Path) -> Columns[ServerTime]:
@@ -209,7 +211,8 @@ def read_server_times(directory: Path) -> Columns[ServerTime]:
 
 
 def _run_time(v: Sequence[str]) -> RunTime:
-    return RunTime(unescape(v[0]), int(v[1]), v[2], int(v[3]), seconds(v[4], "client_time"))
+    start = 0.0 if v[5] in (NULL, "") else float(v[5])
+    return RunTime(unescape(v[0]), int(v[1]), v[2], int(v[3]), seconds(v[4], "client_time"), start)
 
 
 def _server_time(v: Sequence[str]) -> ServerTime:

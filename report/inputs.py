@@ -14,9 +14,11 @@ from artifacts.manifest import MANIFEST, load_manifest
 from artifacts.summary import SUMMARY_FILE, Summary, read_summary
 from artifacts.tables import (
     ERRORS,
+    MONITOR,
     QUERIES,
     TESTS,
     ErrorRow,
+    MonitorRow,
     QueryRow,
     RunTime,
     ServerTime,
@@ -53,6 +55,7 @@ class Inputs:
     verdicts: tuple[VerdictRow, ...]
     metrics: tuple[MetricRow, ...]
     summary: Summary | None
+    monitor: tuple[MonitorRow, ...]  # empty for runs made before the monitor existed
     profiles: tuple[Profile, ...]
     missing: tuple[str, ...]
     problems: tuple[str, ...]
@@ -98,10 +101,19 @@ def load_inputs(out: Path) -> Inputs:
         verdicts=verdicts,
         metrics=metrics,
         summary=summary.summary,
+        monitor=_monitor(out, problems),
         profiles=_profiles(out, manifest.data, problems),
         missing=tuple(missing),
         problems=tuple(problems),
     )
+
+
+def _monitor(out: Path, problems: list[str]) -> tuple[MonitorRow, ...]:
+    """monitor.tsv: optional (older runs have none), its damage a problem like any table's."""
+    contents = read_table(out, MONITOR)
+    if not contents.missing:
+        problems.extend(_limit(MONITOR.file, [str(p) for p in contents.problems]))
+    return tuple(sorted(contents.rows, key=lambda s: s.time))
 
 
 def _limit(file: str, problems: list[str]) -> list[str]:

@@ -148,6 +148,7 @@ class Report:
     skipped: tuple[SkippedView, ...]
     tests: tuple[TestSummaryView, ...]
     test_chart: Markup | None
+    machine_timeline: Markup | None  # the environment monitor's CPU over the run
     all_queries: tuple[QueryView, ...]
     verdicts: tuple[str, ...]  # every verdict name, in display order
     generated_at: str

@@ -148,3 +148,78 @@ def _bar(bar: Bar, row: int, scale: float, centre: float) -> str:
         f'<text class="axis" x="{BAR_LABEL_WIDTH + BAR_WIDTH + 4}" y="{text_y}">'
         f"{escape(display.percent(change))}</text>"
     )
+
+
+TIMELINE_WIDTH = 720
+TIMELINE_HEIGHT = 150
+# At most this many points a line: a long run's samples are pooled (maximum per bucket), so
+# a short burst of interference still shows.
+TIMELINE_POINTS = 600
+# (the sample's field, the CSS class of its line, the legend)
+TIMELINE_LINES = (
+    ("servers_cpu", "servers", "our servers"),
+    ("foreign_cpu", "foreign", "everything else"),
+    ("steal_cores", "steal", "steal"),
+)
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One monitor sample, in cores' worth of CPU (steal converted with the CPU count)."""
+
+    time: float
+    servers_cpu: float
+    foreign_cpu: float
+    steal_cores: float
+
+
+def machine_timeline(moments: Sequence[Moment], runs: Sequence[float], cpus: int) -> Markup | None:
+    """The machine's CPU over the run: our servers, everything else and steal, in cores, with a
+    tick under the time axis at every measured run's start."""
+    if len(moments) < 2:
+        return None
+    start, end = moments[0].time, moments[-1].time
+    span = max(end - start, 1e-6)
+    plot_w = TIMELINE_WIDTH - _MARGIN_LEFT - _MARGIN_RIGHT
+    plot_h = TIMELINE_HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM - 8
+    top = max(float(cpus), 1.0)
+
+    def x(t: float) -> float:
+        return _MARGIN_LEFT + (t - start) / span * plot_w
+
+    def y(cores: float) -> float:
+        return _MARGIN_TOP + (top - min(max(cores, 0.0), top)) / top * plot_h
+
+    parts = [_open(TIMELINE_WIDTH, TIMELINE_HEIGHT, "CPU of the machine over the run")]
+    parts.append(_axes(plot_w, plot_h))
+    parts.append(
+        f'<text class="axis" x="{_MARGIN_LEFT - 4}" y="{_MARGIN_TOP + 8}" text-anchor="end">'
+        f'{top:g} cores</text><text class="axis" x="{_MARGIN_LEFT - 4}" '
+        f'y="{_MARGIN_TOP + plot_h}" text-anchor="end">0</text>'
+        f'<text class="axis" x="{_MARGIN_LEFT + plot_w / 2:.0f}" y="{TIMELINE_HEIGHT - 4}" '
+        f'text-anchor="middle">{escape(display.duration(span))} of measurement; ticks: runs'
+        "</text>"
+    )
+    pooled = _pool(moments)
+    for field, css, _ in TIMELINE_LINES:
+        points = " ".join(f"{x(m.time):.1f},{y(getattr(m, field)):.1f}" for m in pooled)
+        parts.append(f'<polyline class="load {css}" points="{points}"/>')
+    ticks = "".join(f"M{x(t):.1f} {_MARGIN_TOP + plot_h + 2}v5" for t in runs if start <= t <= end)
+    parts.append(f'<path class="axis" d="{ticks}"/>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _pool(moments: Sequence[Moment]) -> list[Moment]:
+    if len(moments) <= TIMELINE_POINTS:
+        return list(moments)
+    size = math.ceil(len(moments) / TIMELINE_POINTS)
+    return [
+        Moment(
+            time=chunk[-1].time,
+            servers_cpu=max(m.servers_cpu for m in chunk),
+            foreign_cpu=max(m.foreign_cpu for m in chunk),
+            steal_cores=max(m.steal_cores for m in chunk),
+        )
+        for chunk in (moments[i : i + size] for i in range(0, len(moments), size))
+    ]

@@ -105,10 +105,18 @@ def build_report(
         skipped=_skipped(inputs),
         tests=tests,
         test_chart=_test_chart(inputs, queries, tables),
+        machine_timeline=_machine_timeline(inputs),
         all_queries=queries,
         verdicts=verdicts,
         generated_at=generated_at,
     )
+
+
+def _machine_timeline(inputs: Inputs) -> Markup | None:
+    samples = inputs.monitor
+    moments = [svg.Moment(s.time, s.servers_cpu, s.foreign_cpu, s.steal * s.cpus) for s in samples]
+    starts = sorted(r.start_time for r in inputs.runs if r.start_time > 0)
+    return svg.machine_timeline(moments, starts, samples[0].cpus if samples else 1)
 
 
 def _diff_of(tables: _Tables, q: QueryView) -> float:

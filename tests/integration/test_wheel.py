@@ -44,7 +44,8 @@ def test_a_wheel_installed_in_a_fresh_venv_compares_and_renders_a_report(tmp_pat
     compared = _run([chperf, "compare", "run"], elsewhere)
     assert "failure" in compared.stderr  # the fixture has a slower query
     reported = _run([chperf, "report", "run"], elsewhere)
-    assert "report in run/report.html" in reported.stderr
+    # relative paths are taken from the directory chperf was started in, and shown absolute
+    assert f"report in {elsewhere / 'run' / 'report.html'}" in reported.stderr
     html = (elsewhere / "run" / "report.html").read_text(encoding="utf-8")
     assert "<html" in html and "slower" in html
     where = subprocess.run(

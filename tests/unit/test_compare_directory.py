@@ -66,7 +66,7 @@ def test_summary_json_has_the_version_1_schema_with_the_additive_issue_8_keys(
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary) == [
         "schema_version", "status", "message", "counts", "method", "equivalence", "fdr",
-        "calibration", "noise", "queries",
+        "calibration", "noise", "interference", "queries",
     ]  # fmt: skip
     assert summary["schema_version"] == 1
     assert list(summary["noise"]) == ["pair_spread", "pairs", "queries", "median_threshold"]

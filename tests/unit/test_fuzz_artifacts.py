@@ -23,7 +23,15 @@ from artifacts.calibration import write_calibration as write_calibration_file
 from artifacts.errors import ChperfError
 from artifacts.manifest import MANIFEST, load_manifest, read_manifest
 from artifacts.summary import SUMMARY_FILE, read_summary
-from artifacts.tables import ALL_TABLES, STOPS, StopRow, read_run_times, read_server_times
+from artifacts.tables import (
+    ALL_TABLES,
+    MONITOR,
+    STOPS,
+    MonitorRow,
+    StopRow,
+    read_run_times,
+    read_server_times,
+)
 from artifacts.tsv import Table, read_table, write_table
 from artifacts.verdicts import METRICS_FILE, VERDICTS_FILE, read_metrics, read_verdicts
 from ci import summary as ci_summary
@@ -62,7 +70,7 @@ TSV_READERS = tuple(r for r in READERS if r.file.endswith(".tsv"))
 @functools.cache
 def samples() -> dict[str, tuple[bytes, ...]]:
     """Valid files of each name: the synthetic golden run, the compare test run, a calibration
-    file and a stops.tsv."""
+    file, a stops.tsv and a monitor.tsv."""
     found: dict[str, list[bytes]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -70,6 +78,11 @@ def samples() -> dict[str, tuple[bytes, ...]]:
         row = CalibrationRow("t", 0, "SELECT 1", 7, 0.1, 0.01, 0.03, 0.4, False, 0.0, 0.04, 0.03)
         write_calibration_file(out, [row])
         write_table(out, STOPS, [StopRow("t", 0, 7, "settled"), StopRow("t", 1, 25, "fixed")])
+        moment = MonitorRow(
+            1.7e9, 0.25, 2, 0.5, 0.1, 0.0, 0.01, 0.39, 1.0, 0.02, 0.3, 1.2, 2, 0.1, None, 0.0,
+            0.0, 0.0, 9000.0,
+        )  # fmt: skip
+        write_table(out, MONITOR, [moment])
         for directory in (out, REPO / "tests" / "data" / "compare_small"):
             for path in sorted(directory.iterdir()):
                 found.setdefault(path.name, []).append(path.read_bytes())

@@ -11,6 +11,7 @@ from artifacts.tables import MONITOR, RUNS, MonitorRow
 from artifacts.tsv import read_table, write_table
 from compare import CompareOptions, compare_directory
 from compare.interference import interference
+from report.render import render_report
 from tests.runs import verdict_rows, write_artifacts
 
 RUNS_A_SIDE = 8
@@ -71,3 +72,17 @@ def test_runs_written_before_runs_had_a_start_time_still_read(tmp_path: Path) ->
     assert len(rows) == 2 * RUNS_A_SIDE and {r.start_time for r in rows} == {0.0}
     compare_directory(out, CompareOptions())
     assert verdict_rows(out)[("t", "0")][3].startswith("unchanged:")
+
+
+def test_the_report_draws_the_machine_over_the_run_with_the_runs_as_ticks(tmp_path: Path) -> None:
+    out = run_with_neighbour(tmp_path)
+    compare_directory(out, CompareOptions())
+    render_report(out)
+    html = (out / "report.html").read_text()
+    assert "The machine during the run" in html
+    for line in ("servers", "foreign", "steal"):
+        assert f'<polyline class="load {line}"' in html
+    bare = write_artifacts(tmp_path / "bare", {0: (STEADY, STEADY)})
+    compare_directory(bare, CompareOptions())
+    render_report(bare)
+    assert "The machine during the run" not in (bare / "report.html").read_text()

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from chperf.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -90,3 +93,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if integration in item.path.parents:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture
+def signal_handlers_restored() -> Iterator[None]:
+    """chperf's main() installs its SIGINT/SIGTERM handlers; pytest gets its own back."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for number, handler in saved.items():
+        signal.signal(number, handler)
+
+
+def chperf_main(*argv: str) -> int:
+    """chperf's main() in this process: its exit code."""
+    try:
+        return main(list(argv))
+    except SystemExit as e:
+        return int(e.code or 0)

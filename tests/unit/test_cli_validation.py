@@ -4,9 +4,7 @@ anything: the output directory is not created, and with --force not emptied."""
 from __future__ import annotations
 
 import os
-import signal
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +22,6 @@ TEST = """<test>
     <query>SELECT max(number) FROM numbers(1000000)</query>
 </test>
 """
-
-
-@pytest.fixture(autouse=True)
-def _signal_handlers_restored() -> Iterator[None]:
-    """main() installs its SIGINT/SIGTERM handlers; pytest gets its own back."""
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for number, handler in saved.items():
-        signal.signal(number, handler)
 
 
 @pytest.fixture()
@@ -332,3 +321,6 @@ def test_every_option_and_argument_of_every_subcommand_has_a_help_text() -> None
         if not (action.help or "").strip()
     ]
     assert missing == []
+
+
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")

@@ -9,7 +9,6 @@ import errno
 import json
 import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +20,8 @@ from artifacts.errors import ExitCode
 from artifacts.files import RESERVE_FILE, WriteFailed, write_atomically
 from artifacts.tables import QUERIES, TESTS, QueryRow
 from artifacts.tsv import TableWriter, read_table
-from chperf.cli import main
 from tests.conftest import DATA
+from tests.conftest import chperf_main as chperf
 
 NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device"
 READ_ONLY = os.strerror(errno.EROFS)  # "Read-only file system"
@@ -33,15 +32,6 @@ LONG_TEST = """<test>
     <query>SELECT {n} /* {padding} */</query>
 </test>
 """
-
-
-@pytest.fixture(autouse=True)
-def _signal_handlers_restored() -> Iterator[None]:
-    """main() installs its SIGINT/SIGTERM handlers; pytest gets its own back."""
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for number, handler in saved.items():
-        signal.signal(number, handler)
 
 
 class Tmpfs:
@@ -74,13 +64,6 @@ def small_fs(tmp_path: Path) -> Iterator[Tmpfs]:
         yield fs
     finally:
         fs.unmount()
-
-
-def chperf(*argv: str) -> int:
-    try:
-        return main(list(argv))
-    except SystemExit as e:
-        return int(e.code or 0)
 
 
 def error_lines(err: str) -> list[str]:
@@ -269,3 +252,6 @@ def test_compare_and_report_in_a_read_only_directory_exit_3_naming_the_file(
         fs.remount("rw")
     finally:
         fs.unmount()
+
+
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")

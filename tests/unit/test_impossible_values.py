@@ -5,8 +5,6 @@ a torn last line, which a crash leaves, is still read past with a problem record
 from __future__ import annotations
 
 import shutil
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,29 +13,13 @@ from artifacts.errors import ChperfError, ExitCode
 from artifacts.tables import RUNS, read_run_times
 from artifacts.tsv import read_table
 from artifacts.verdicts import METRIC_COLUMNS, read_metrics
-from chperf.cli import main
 from compare.engine import SqlEngine
 from compare.evidence import gather
 from tests.conftest import DATA
+from tests.conftest import chperf_main as chperf
 from tests.runs import STEADY_7, write_artifacts
 
 IMPOSSIBLE_TIMES = ["inf", "-inf", "nan", "-0.5", "1e308", "2000000.0"]
-
-
-@pytest.fixture(autouse=True)
-def _signal_handlers_restored() -> Iterator[None]:
-    """main() installs its SIGINT/SIGTERM handlers; pytest gets its own back."""
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for number, handler in saved.items():
-        signal.signal(number, handler)
-
-
-def chperf(*argv: str) -> int:
-    try:
-        return main(list(argv))
-    except SystemExit as e:
-        return int(e.code or 0)
 
 
 def run_dir(tmp_path: Path) -> Path:
@@ -136,3 +118,6 @@ def test_the_longest_possible_time_and_a_torn_last_line_are_still_read(tmp_path:
     assert [str(p) for p in runs.problems] == ["runs.tsv:16: truncated line (no end of line)"]
     times = read_run_times(out)
     assert len(times.rows) == 14 and len(times.problems) == 1
+
+
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")

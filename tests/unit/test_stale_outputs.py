@@ -6,35 +6,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from artifacts.errors import ExitCode
-from chperf.cli import main
 from tests.conftest import DATA
+from tests.conftest import chperf_main as chperf
 from tests.runs import aa_run
 
 COMPARE_OUTPUTS = ("verdicts.tsv", "metrics.tsv", "summary.json")
 CI_OUTPUTS = ("status.json", "summary.md")
-
-
-@pytest.fixture(autouse=True)
-def _signal_handlers_restored() -> Iterator[None]:
-    """main() installs its SIGINT/SIGTERM handlers; pytest gets its own back."""
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for number, handler in saved.items():
-        signal.signal(number, handler)
-
-
-def chperf(*argv: str) -> int:
-    try:
-        return main(list(argv))
-    except SystemExit as e:
-        return int(e.code or 0)
 
 
 @pytest.fixture()
@@ -95,3 +77,6 @@ def test_only_compare_aa_replaces_calibration_tsv(tmp_path: Path) -> None:
     (out / "runs.tsv").write_text(runs.replace("\t0.101\t", "\tinf\t", 1))
     assert chperf("compare", "--aa", str(out)) == ExitCode.BAD_INPUT
     assert present(out, ("calibration.tsv", *COMPARE_OUTPUTS)) == []
+
+
+pytestmark = pytest.mark.usefixtures("signal_handlers_restored")

@@ -10,7 +10,7 @@ class ExitCode(IntEnum):
     CHECK_FAILED = 1  # the check itself failed: slower queries, patched-only failures, run errors
     BAD_INPUT = 2  # bad usage, bad test files, bad or incompatible artifacts
     INFRASTRUCTURE = 3  # a server could not start, the history database is unreachable, ...
-    INCOMPLETE = 4  # nothing failed, but some queries were not run (a budget ran out)
+    INCOMPLETE = 4  # nothing failed, but some queries were not run (a budget ran out) or judged
     INTERRUPTED = 130  # SIGINT (128 + 2)
     TERMINATED = 143  # SIGTERM (128 + 15)
 

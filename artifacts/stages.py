@@ -6,6 +6,7 @@ report.html of the old verdicts away with it)."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from artifacts.calibration import CALIBRATION_FILE
@@ -15,10 +16,13 @@ from artifacts.summary import SUMMARY_FILE
 from artifacts.verdicts import METRICS_FILE, VERDICTS_FILE
 
 REPORT_FILE = "report.html"
+DETAILS_DIR = "details"  # the queries' details pages, next to report.html
 
-REPORT_OUTPUTS = (REPORT_FILE,)
-# report.html shows the verdicts; ci's status.json and summary.md restate summary.json.
-COMPARE_OUTPUTS = (VERDICTS_FILE, METRICS_FILE, SUMMARY_FILE, REPORT_FILE, STATUS_JSON, SUMMARY_MD)
+REPORT_OUTPUTS = (REPORT_FILE, DETAILS_DIR)
+# The report shows the verdicts; ci's status.json and summary.md restate summary.json.
+COMPARE_OUTPUTS = (
+    VERDICTS_FILE, METRICS_FILE, SUMMARY_FILE, *REPORT_OUTPUTS, STATUS_JSON, SUMMARY_MD,
+)  # fmt: skip
 # Only with --aa, which rewrites it: otherwise it is an A/A run's result, maybe an input.
 AA_OUTPUTS = (CALIBRATION_FILE,)
 
@@ -31,7 +35,10 @@ def remove_previous(out: Path, outputs: tuple[str, ...]) -> tuple[str, ...]:
         if not os.path.lexists(path):
             continue  # unlink would say "read-only file system" even of a file not there
         try:
-            path.unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
         except FileNotFoundError:
             continue
         except OSError as e:

@@ -7,6 +7,7 @@ Format history (the run's schema_version, artifacts/manifest.py):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,6 +209,34 @@ def read_run_times(directory: Path) -> Columns[RunTime]:
 
 def read_server_times(directory: Path) -> Columns[ServerTime]:
     return read_columns(directory, QUERY_LOG.file, _SERVER_TIME, _SERVER_TIME, _server_time)
+
+
+class MonitorSample(NamedTuple):
+    """What the report draws of a monitor.tsv sample and compare/interference.py places runs
+    among (a NamedTuple: a run of a few hours holds ~50k samples)."""
+
+    time: float
+    seconds: float
+    cpus: int
+    servers_cpu: float
+    foreign_cpu: float
+    steal: float
+
+
+_MONITOR_SAMPLE = ("time", "seconds", "cpus", "servers_cpu", "foreign_cpu", "steal")
+
+
+def read_monitor_samples(directory: Path) -> Columns[MonitorSample]:
+    """monitor.tsv reduced to MonitorSample, read by column name: ~4x faster than its rows."""
+    return read_columns(directory, MONITOR.file, _MONITOR_SAMPLE, _MONITOR_SAMPLE, _monitor_sample)
+
+
+def _monitor_sample(v: Sequence[str]) -> MonitorSample:
+    values = [float(v[n]) for n in (0, 1, 3, 4, 5)]
+    if not all(math.isfinite(x) for x in values):  # as read_table refuses them
+        raise ValueError(f"not a finite number in {list(v)}")
+    time, length, servers, foreign, steal = values
+    return MonitorSample(time, length, int(v[2]), servers, foreign, steal)
 
 
 def _run_time(v: Sequence[str]) -> RunTime:

@@ -9,6 +9,13 @@ queries called slower, faster, unstable, unchanged and inconclusive. The bars (t
 known-change benchmark's and the A/A's): a true change of 10% or more called in its direction
 in at least 95% of queries at 15 runs, a true change below 2% never called changed (at most
 1%), never a change in the wrong direction, at most 3% unstable at 3% noise.
+
+  --process-sets N     simulate N server process sets a side (chperf run --processes N)
+  --no-process-rule    judge as if a change need not show on every process set
+  --only TEXT          only the classes whose name contains TEXT
+The "one process" classes give one of the servers' processes its own speed for its whole life:
+what the rule that a change must show on every process set is for (docs/method.md, "Two
+server processes a side").
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +92,22 @@ def with_process_offset(sigma: float, offset: float) -> Noise:
     return noise
 
 
+def with_unlucky_process(sigma: float, offset: float) -> Noise:
+    """One of the servers' processes (any side, any set) runs `offset` slower all its life."""
+
+    def noise(rng: np.random.Generator, slots: int) -> np.ndarray:
+        unlucky = (int(rng.integers(PROCESS_SETS)), int(rng.integers(2)))
+        values = sigma * rng.standard_normal(slots)
+        for slot in range(slots):
+            run, second = divmod(slot, 2)
+            patched = second == 1 if reference_first(run) else second == 0
+            if (server_set(run, PROCESS_SETS), int(patched)) == unlucky:
+                values[slot] += np.log1p(offset)
+        return values
+
+    return noise
+
+
 CLASSES = (
     SyntheticClass("A/A, 3% noise", 0.0, lognormal(0.03)),
     SyntheticClass("A/A, heavy tails", 0.0, heavy_tailed(0.03)),
@@ -92,6 +115,8 @@ CLASSES = (
     SyntheticClass("A/A, 4 runs +30%", 0.0, with_disturbance(0.03, 0.3, 4)),
     SyntheticClass("A/A, drift +20%", 0.0, with_drift(0.03, 0.2)),
     SyntheticClass("A/A, processes 3% apart", 0.0, with_process_offset(0.03, 0.03)),
+    SyntheticClass("A/A, one process +10%", 0.0, with_unlucky_process(0.03, 0.10)),
+    SyntheticClass("A/A, one process +25%", 0.0, with_unlucky_process(0.03, 0.25)),
     SyntheticClass("A/A, 25% noise", 0.0, lognormal(0.25)),
     SyntheticClass("+1%, 3% noise", 0.01, lognormal(0.03)),
     SyntheticClass("-1.5%, 2 runs +50%", -0.015, with_disturbance(0.03, 0.5, 2)),
@@ -104,8 +129,15 @@ CLASSES = (
 
 
 def simulate(
-    engine: SqlEngine, cls: SyntheticClass, runs: int, queries: int, seed: int
+    engine: SqlEngine,
+    cls: SyntheticClass,
+    runs: int,
+    queries: int,
+    seed: int,
+    process_rule: bool = True,
 ) -> Counter[Verdict]:
+    """Without the process rule, each query is judged as if it had one process set: a change
+    need not show on every set."""
     rng = np.random.default_rng(seed)
     series = {}
     for i in range(queries):
@@ -123,8 +155,9 @@ def simulate(
     stats = QueryStatistics(engine, PAIRED).statistics(series)
     found = Counter[Verdict]()
     for i, s in stats.items():
+        judged = s if process_rule else replace(s, process_diffs=())
         evidence = QueryEvidence(
-            "sim", i, "", None, runs_reference=runs, runs_patched=runs, stats=s
+            "sim", i, "", None, runs_reference=runs, runs_patched=runs, stats=judged
         )
         found[classify(evidence, Thresholds()).verdict] += 1
     return found
@@ -144,13 +177,26 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, nargs="+", default=[7, 15, 25])
+    parser.add_argument(
+        "--process-sets", type=int, default=2, help="server process sets a side (--processes)"
+    )
+    parser.add_argument(
+        "--no-process-rule",
+        action="store_true",
+        help="judge without the rule that a change must show on every process set",
+    )
+    parser.add_argument("--only", default="", help="only the classes whose name contains this")
     args = parser.parse_args()
+    global PROCESS_SETS
+    PROCESS_SETS = args.process_sets
     header = " ".join(f"{v.value[:12]:>12}" for v in COLUMNS)
     print(f"{'class':<26} runs {header}")
     with SqlEngine() as engine:
-        for cls in CLASSES:
+        for cls in (c for c in CLASSES if args.only in c.name):
             for runs in args.runs:
-                found = simulate(engine, cls, runs, args.queries, args.seed)
+                found = simulate(
+                    engine, cls, runs, args.queries, args.seed, not args.no_process_rule
+                )
                 shares = " ".join(f"{found[v] / args.queries:>12.1%}" for v in COLUMNS)
                 print(f"{cls.name:<26} {runs:>4} {shares}")
 

@@ -19,9 +19,10 @@ direction every truth shows by >= 2%, flags on queries below 2% in every truth.
 Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [--quick]
                                                    [--reuse-truth | --rescore]
                                                    [--also-truth DIR ...] [--pin-cpu CPUS]
-                                                   [--interferer]
+                                                   [--interferer] [--adaptive-only]
   --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
   --interferer: the adaptive and fixed runs beside stress-ng (bench/interferer.py)
+  --adaptive-only: no fixed 15-run run (recall and errors of the adaptive mode alone)
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ def main() -> None:
         help="the adaptive and fixed runs beside a noisy neighbour (bench/interferer.py); "
         "the truth stays quiet",
     )
+    parser.add_argument(
+        "--adaptive-only",
+        action="store_true",
+        help="measure only the adaptive run (no fixed 15-run run: no measured-time ratio)",
+    )
     args = parser.parse_args()
     args.reuse_truth = args.reuse_truth or args.rescore
     tests = QUICK_TESTS if args.quick else args.tests
@@ -100,12 +106,16 @@ def main() -> None:
         truth_run = existing_run(args.out / "truth")
     else:
         truth_run = chperf_run(args.out / "truth", tests, [*overlay, "--runs", str(truth_runs)])
+    fixed: RunResult | None = None
     if args.rescore:
-        adaptive, fixed = existing_run(args.out / "adaptive"), existing_run(args.out / "fixed15")
+        adaptive = existing_run(args.out / "adaptive")
+        if not args.adaptive_only:
+            fixed = existing_run(args.out / "fixed15")
     else:
         with Interferer() if args.interferer else contextlib.nullcontext():
             adaptive = chperf_run(args.out / "adaptive", tests, overlay)
-            fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
+            if not args.adaptive_only:
+                fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
     truth = _true_changes(truth_run)
     undetermined = [k for k, q in truth_run.verdicts().items() if truth_undetermined(q)]
     for k in undetermined:
@@ -120,12 +130,16 @@ def main() -> None:
           f"determined change ({len(undetermined)} left out), "
           f"{sum(abs(d) >= LARGE for d in truth.values())} with |change| >= {LARGE:.0%}, "
           f"{sum(abs(d) < SMALL for d in truth.values())} below {SMALL:.0%}")  # fmt: skip
-    for name, run in (("adaptive", adaptive), ("fixed 15", fixed)):
+    modes = (("adaptive", adaptive),) + ((("fixed 15", fixed),) if fixed else ())
+    for name, run in modes:
         _print_accuracy(name, run, truth)
     if others:
-        _print_consensus(
-            args.also_truth, truth, others, (("adaptive", adaptive), ("fixed 15", fixed))
-        )
+        _print_consensus(args.also_truth, truth, others, modes)
+    if fixed is None:
+        print(f"adaptive client time over 15 runs a query at its own pace: "
+              f"{same_pace_ratio(adaptive):.2f}; machine noise {pair_noise(adaptive):.3f}; "
+              f"wall {adaptive.wall_seconds:.0f} s")  # fmt: skip
+        return
     _print_time(adaptive, fixed)
     _print_agreement(adaptive, fixed, truth)
 

@@ -185,8 +185,9 @@ def check_run_count(option: str, runs: int, method: str) -> None:
     if runs < needed:
         print(
             f"chperf: warning: {option} {runs}: the {method} test needs at least {needed} runs "
-            f"a side to reach its level; every measured query will be 'inconclusive' (a smoke "
-            f"run, not a check); pass {option} {needed} or more for verdicts",
+            f"a side to reach its level; every measured query will be 'inconclusive' and the "
+            f"check incomplete, exit 4 (a smoke run, not a check); pass {option} {needed} or "
+            f"more for verdicts",
             file=sys.stderr,
         )
 

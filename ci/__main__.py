@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from artifacts.console import console_block, console_text
-from artifacts.errors import ChperfError, ExitCode
+from artifacts.errors import ChperfError, ExitCode, InfrastructureError
 from artifacts.status import SUMMARY_MD
-from ci import comment, summary
+from ci import annotation, check, comment, markdown, summary
 from ci.env import CiContext, from_environ
+from ci.links import ReportLinks, report_links
+
+FORBIDDEN = 403  # GitHub's answer to a read-only token
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,20 +28,43 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     matrix = commands.add_parser("matrix", help="the shard matrix")
     matrix.add_argument("--shards", type=int, required=True)
-    s = commands.add_parser("summary", help="status.json, summary.md, step summary")
+    s = commands.add_parser("summary", help="status.json, summary.md, the job summary")
     s.add_argument("out", type=Path)
     s.add_argument("--exit-code", type=int, default=0, help="of chperf merge/run")
-    s.add_argument("--report-url", default="")
-    s.add_argument("--run-url", default=None, help="default: this workflow run")
+    _link_options(s)
     s.add_argument("--step-summary", type=Path, default=None, help="default: in Actions")
-    s.add_argument("--annotations", action="store_true", help="default: in Actions")
+    a = commands.add_parser("annotations", help="one workflow command per changed query")
+    a.add_argument("out", type=Path)
+    _link_options(a)
+    a.add_argument("--tests-dir", default="", help="the tests directory in the repository")
     c = commands.add_parser("comment", help="post or update the PR comment")
     c.add_argument("out", type=Path)
     c.add_argument("--repository", default=None)
     c.add_argument("--pr", type=int, default=None)
+    c.add_argument("--step-summary", type=Path, default=None, help="default: in Actions")
     u = commands.add_parser("upload", help="chperf upload to $CHPERF_HISTORY_URL")
     u.add_argument("out", type=Path)
     return parser
+
+
+def _link_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--report-url", default="", help="the report artifact")
+    command.add_argument("--hosted-report", default="", help="URL of the served report dir")
+    command.add_argument("--run-url", default=None, help="default: this workflow run")
+
+
+def _links(args: argparse.Namespace, ctx: CiContext) -> ReportLinks:
+    run_url = ctx.run_url if args.run_url is None else args.run_url
+    return report_links(args.report_url, args.hosted_report, run_url)
+
+
+def _step_summary(args: argparse.Namespace, ctx: CiContext) -> Path | None:
+    return args.step_summary or (ctx.step_summary if ctx.in_actions else None)
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(text)
 
 
 def cmd_matrix(args: argparse.Namespace, ctx: CiContext) -> int:
@@ -47,42 +73,62 @@ def cmd_matrix(args: argparse.Namespace, ctx: CiContext) -> int:
     shards = json.dumps(list(range(1, args.shards + 1)))
     print(shards)
     if ctx.output is not None:
-        with ctx.output.open("a", encoding="utf-8") as f:
-            f.write(f"shards={shards}\n")
+        _append(ctx.output, f"shards={shards}\n")
     return 0
 
 
 def cmd_summary(args: argparse.Namespace, ctx: CiContext) -> int:
-    options = summary.SummaryOptions(
-        report_url=args.report_url,
-        run_url=ctx.run_url if args.run_url is None else args.run_url,
-        exit_code=args.exit_code,
-    )
-    result = summary.write(args.out, options)
-    step_summary = args.step_summary or (ctx.step_summary if ctx.in_actions else None)
+    links = _links(args, ctx)
+    result = summary.write(args.out, links, args.exit_code)
+    step_summary = _step_summary(args, ctx)
     if step_summary is not None:
-        with step_summary.open("a", encoding="utf-8") as f:
-            f.write((args.out / SUMMARY_MD).read_text(encoding="utf-8"))
-    if args.annotations or ctx.in_actions:
-        for line in summary.error_annotations(result):
-            print(line)  # workflow commands are read from stdout
-    line = console_text(summary.status_line(result), 2000)  # summary.json's message
+        _append(step_summary, markdown.job_summary(result, links))
+    line = console_text(check.status_line(result), 2000)  # summary.json's message
     print(f"ci: {line} (exit code {result.exit_code})", file=sys.stderr)
     return result.exit_code
 
 
+def cmd_annotations(args: argparse.Namespace, ctx: CiContext) -> int:
+    result = check.load(args.out)
+    for line in annotation.commands(result, _links(args, ctx), args.tests_dir):
+        print(line)  # workflow commands are read from stdout
+    return 0
+
+
 def cmd_comment(args: argparse.Namespace, ctx: CiContext) -> int:
+    """Never fails for GitHub's sake: without permission (a fork's pull request, a read-only
+    token) or when the API is down, the comment goes to the job summary with the reason."""
     repository = args.repository or ctx.repository
     pr = args.pr if args.pr is not None else ctx.pr_number
     if not repository or pr is None:
         print("ci: not a pull request: no comment posted", file=sys.stderr)
         return 0
-    if not ctx.token:
-        raise ChperfError("GITHUB_TOKEN is not set", hint="pass it to the step's env")
     body = (args.out / SUMMARY_MD).read_text(encoding="utf-8")
-    api = comment.UrllibGitHub(ctx.api_url, ctx.token)
-    done = comment.upsert_comment(api, repository, pr, body, summary.MARKER)
-    print(f"ci: PR #{pr} comment {done}", file=sys.stderr)
+    try:
+        if not ctx.token:
+            raise comment.NoPermission("GITHUB_TOKEN is not set for the comment step")
+        api = comment.UrllibGitHub(ctx.api_url, ctx.token)
+        done = comment.upsert_comment(api, repository, pr, body, markdown.MARKER)
+    except InfrastructureError as e:
+        return _comment_fallback(args, ctx, body, e)
+    print(f"ci: PR {pr} comment {done}", file=sys.stderr)
+    return 0
+
+
+def _comment_fallback(
+    args: argparse.Namespace, ctx: CiContext, body: str, error: InfrastructureError
+) -> int:
+    kind = "no permission to comment" if isinstance(error, comment.NoPermission) else "failed"
+    reason = f"{kind}: {error.message}"
+    if isinstance(error, comment.NoPermission) and error.status == FORBIDDEN:
+        reason += " (a pull request from a fork gets a read-only token)"
+    step_summary = _step_summary(args, ctx)
+    if step_summary is not None:
+        _append(step_summary, comment.fallback_summary(body, reason))
+        reason += "; the job summary has the comment"
+    if ctx.in_actions:
+        print(f"::warning title=chperf PR comment::{annotation.data_text(reason)}")
+    print(f"ci: {console_text(reason, 2000)}", file=sys.stderr)
     return 0
 
 
@@ -103,6 +149,7 @@ def cmd_upload(args: argparse.Namespace, ctx: CiContext) -> int:
 COMMANDS = {
     "matrix": cmd_matrix,
     "summary": cmd_summary,
+    "annotations": cmd_annotations,
     "comment": cmd_comment,
     "upload": cmd_upload,
 }

@@ -22,6 +22,7 @@ from artifacts.outdir import MARKER
 from artifacts.tables import ALL_TABLES, BOTH, ERRORS, SIDES, TESTS, WHOLE_TEST, ErrorRow
 from artifacts.tsv import Table, read_table, write_table
 from ci.shard import Shard
+from report import display
 
 STAGE_MERGE = "merge"  # errors.tsv stage of a problem found while merging
 # Options that differ between the shards of one check by design.
@@ -34,7 +35,7 @@ PLACEMENT_OPTIONS = ("pin_cpus", "pin")
 DERIVED_FILES = frozenset(
     {"verdicts.tsv", "metrics.tsv", "summary.json", "report.html", "status.json", "summary.md"}
 )
-DERIVED_DIRS = frozenset({"flamegraphs"})
+DERIVED_DIRS = frozenset({"flamegraphs", display.DETAILS_DIR, display.FULL_QUERIES_DIR})
 MERGE_NAMESPACE = uuid.UUID("6d1c1f0e-5a9b-4c1e-9f4e-2b7f0c3a8e51")
 
 

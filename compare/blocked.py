@@ -174,8 +174,9 @@ def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
     return BlockedStats(len(pairs), diff, low, high, p_value(structure, w))
 
 
-# A process set's own D counts once it has this many pairs (7 runs give 4 and 3).
-MIN_PROCESS_PAIRS = 3
+# A process set's own D counts once it has a whole block of pairs: 6 pairs give the two sets
+# 4 and 2, so a change must show on both from the first look on.
+MIN_PROCESS_PAIRS = 2
 
 
 @dataclass(frozen=True)

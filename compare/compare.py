@@ -51,7 +51,7 @@ from compare.verdict import (
 
 SUCCESS = "success"
 FAILURE = "failure"
-INCOMPLETE = "incomplete"  # nothing failed, but some queries were not run
+INCOMPLETE = "incomplete"  # nothing failed, but some queries were not run or judged
 
 # The order of the verdicts in the summary message: what needs attention first.
 _MESSAGE_ORDER = (
@@ -370,8 +370,10 @@ def judge(
     parts = [f"{counts[v.value]} {v.value}" for v in _MESSAGE_ORDER if counts[v.value]]
     message = "; ".join([", ".join(parts) or "no queries", *suite_failures, *notes])
     failures = (*query_failures, *suite_failures)
-    not_run = counts[Verdict.NOT_RUN.value]
-    status = FAILURE if failures else INCOMPLETE if not_run else SUCCESS
+    # Fail closed: a query nothing judged (not run, or too few runs to reach the level) never
+    # lets the check pass; it is incomplete.
+    unjudged = counts[Verdict.NOT_RUN.value] + counts[Verdict.INCONCLUSIVE.value]
+    status = FAILURE if failures else INCOMPLETE if unjudged else SUCCESS
     return CompareResult(
         status=status,
         message=message,

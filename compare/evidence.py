@@ -78,6 +78,8 @@ class _Query:
     listed: bool = False  # present in queries.tsv
     runs: dict[str, dict[int, float]] = field(default_factory=lambda: {s: {} for s in SIDES})
     processes: dict[int, int] = field(default_factory=dict)  # run -> server process set
+    # Set by the grouped reader instead of runs and processes: the query's samples as they are.
+    samples: Samples | None = None
     failures: list[Failure] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -141,13 +143,20 @@ def _add_runs_grouped(
     if not rows or any(row[1] == -1 and int(row[2]) != 0 for row in rows):
         return None
     per_side = dict.fromkeys(SIDES, 0)
-    for test, index, _, ref_runs, ref_times, pat_runs, pat_times, runs, processes in rows:
+    for test, index, _, ref_runs, ref_times, ref_processes, pat_runs, pat_times in rows:
         if index == -1:
             continue
-        entry = queries[(test, int(index))]
-        entry.runs[REFERENCE] = dict(zip(ref_runs, map(float, ref_times), strict=True))
-        entry.runs[PATCHED] = dict(zip(pat_runs, map(float, pat_times), strict=True))
-        entry.processes = dict(zip(runs, processes, strict=True))
+        reference = tuple(map(float, ref_times))
+        patched = tuple(map(float, pat_times))
+        if ref_runs == pat_runs:  # the usual case: every run on both sides
+            pairs = tuple(zip(reference, patched, strict=True))
+            processes = tuple(ref_processes)
+        else:
+            by_run = dict(zip(pat_runs, patched, strict=True))
+            kept = [i for i, run in enumerate(ref_runs) if run in by_run]
+            pairs = tuple((reference[i], by_run[ref_runs[i]]) for i in kept)
+            processes = tuple(ref_processes[i] for i in kept)
+        queries[(test, int(index))].samples = Samples(reference, patched, pairs, processes)
         per_side[REFERENCE] += len(ref_runs)
         per_side[PATCHED] += len(pat_runs)
     return per_side
@@ -257,8 +266,8 @@ def _evidence(key: QueryKey, q: _Query) -> QueryEvidence:
         max_ignored_relative_change=q.max_ignored_relative_change,
         failures=tuple(q.failures),
         problems=tuple(problems),
-        runs_reference=len(q.runs[REFERENCE]),
-        runs_patched=len(q.runs[PATCHED]),
+        runs_reference=len(q.samples.reference) if q.samples else len(q.runs[REFERENCE]),
+        runs_patched=len(q.samples.patched) if q.samples else len(q.runs[PATCHED]),
     )
 
 
@@ -283,16 +292,19 @@ def _with_test_status(
 
 
 def _client_time(queries: dict[QueryKey, _Query]) -> dict[QueryKey, Samples]:
-    return {
-        key: Samples(
-            _values(q.runs[REFERENCE]),
-            _values(q.runs[PATCHED]),
-            _pairs(q.runs[REFERENCE], q.runs[PATCHED]),
-            _pair_processes(q),
-        )
-        for key, q in queries.items()
-        if q.runs[REFERENCE] and q.runs[PATCHED]
-    }
+    found = {}
+    for key, q in queries.items():
+        if q.samples is not None:
+            if q.samples.reference and q.samples.patched:
+                found[key] = q.samples
+        elif q.runs[REFERENCE] and q.runs[PATCHED]:
+            found[key] = Samples(
+                _values(q.runs[REFERENCE]),
+                _values(q.runs[PATCHED]),
+                _pairs(q.runs[REFERENCE], q.runs[PATCHED]),
+                _pair_processes(q),
+            )
+    return found
 
 
 def _pair_processes(q: _Query) -> tuple[int, ...]:

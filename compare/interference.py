@@ -7,9 +7,10 @@ environment monitor"."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -50,24 +51,54 @@ def interference(out: Path) -> dict[QueryKey, Interference]:
     samples = read_table(out, MONITOR).rows
     if not samples:
         return {}
+    runs = read_columns(out, RUNS.file, _RUN_COLUMNS[:4], _RUN_COLUMNS, _run).rows
+    return interference_of(samples, runs)
+
+
+class Sample(Protocol):
+    """What the rule reads of a monitor sample (a MonitorRow, or the report's MonitorSample)."""
+
+    @property
+    def time(self) -> float: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def foreign_cpu(self) -> float: ...
+    @property
+    def steal(self) -> float: ...
+
+
+def interference_of(
+    samples: Sequence[Sample], runs: Iterable[tuple[str, int, int, float, float]]
+) -> dict[QueryKey, Interference]:
+    """The same from rows already read (the report has them): the runs as (test,
+    query_index, run, client_time, start_time)."""
+    if not samples:
+        return {}
     ordered = sorted(samples, key=lambda s: s.time)
     ends = np.array([s.time for s in ordered])
     starts = ends - np.array([s.seconds for s in ordered])
     foreign = np.array([s.foreign_cpu for s in ordered])
     steal = np.array([s.steal for s in ordered])
-    runs = read_columns(out, RUNS.file, _RUN_COLUMNS[:4], _RUN_COLUMNS, _run).rows
+    timed = [r for r in runs if r[4] > 0]  # older files have no start times: not placed
+    begin = np.array([r[4] for r in timed], dtype=float)
+    firsts = np.searchsorted(ends, begin, side="right")
+    lasts = np.searchsorted(starts, begin + np.array([r[3] for r in timed], dtype=float))
+    placed = np.flatnonzero(firsts < lasts)
+    if placed.size == 0:
+        return {}
+    # Each run's most over its samples [first, last), for all runs in one pass: reduceat over
+    # the interleaved bounds (every other result is a run's; a sentinel makes len an index).
+    bounds = np.column_stack((firsts[placed], lasts[placed])).ravel()
+    most_foreign = np.maximum.reduceat(np.append(foreign, 0.0), bounds)[::2].tolist()
+    most_steal = np.maximum.reduceat(np.append(steal, 0.0), bounds)[::2].tolist()
     per_query: dict[QueryKey, dict[int, tuple[float, float]]] = defaultdict(dict)
-    for test, index, run, length, start in runs:
-        if start <= 0:
-            continue  # written before runs had a start time
-        first = int(np.searchsorted(ends, start, side="right"))
-        last = int(np.searchsorted(starts, start + length))
-        if first >= last:
-            continue
+    for n, i in enumerate(placed.tolist()):
+        test, index, run = timed[i][0], timed[i][1], timed[i][2]
         seen = per_query[(test, index)].get(run, (0.0, 0.0))
         per_query[(test, index)][run] = (
-            max(seen[0], float(foreign[first:last].max())),
-            max(seen[1], float(steal[first:last].max())),
+            max(seen[0], most_foreign[n]),
+            max(seen[1], most_steal[n]),
         )
     return {key: _summarize(found) for key, found in per_query.items()}
 

@@ -36,14 +36,13 @@ class Noise:
 
 def pair_spread(samples: Iterable[Samples], pairs: int = PAIRS) -> tuple[float, int] | None:
     """(median spread, queries counted), or None when no query has `pairs` positive pairs."""
-    rows = []
-    for series in samples:
-        first = [(r, p) for r, p in series.pairs[:pairs] if r > 0 and p > 0]
-        if len(first) == pairs:
-            rows.append(first)
+    rows = [series.pairs[:pairs] for series in samples if len(series.pairs) >= pairs]
     if not rows:
         return None
     times = np.asarray(rows, dtype=np.float64)  # queries x pairs x (reference, patched)
+    times = times[(times > 0).all(axis=(1, 2))]  # a pair with a time of 0 cannot be a ratio
+    if not len(times):
+        return None
     spreads = np.log(times[:, :, 1] / times[:, :, 0]).std(axis=1)  # population sd
     return float(np.median(spreads)), len(rows)
 

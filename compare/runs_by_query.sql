@@ -3,8 +3,8 @@
 -- Input: file {runs:String}, runs.tsv with every column (artifacts/tables.py RunRow);
 -- {max_seconds:Float64}, the longest possible time (artifacts/values.py MAX_SECONDS).
 -- Output, JSONCompactEachRow, one row per (test, query_index):
---   test, query_index, reference runs, reference times, patched runs, patched times,
---   runs, processes (each pair's process set, by run number)
+--   test, query_index, 0, then by run number: the reference runs, their times and their
+--   server process sets, the patched runs and their times
 -- and, first, one row ["", -1, anomalies]: how many runs the fast path cannot take as they
 -- are (a run recorded twice, a time not above 0 or over max_seconds, nan included, an
 -- unknown server, a run on different process sets on the two sides). Any anomaly: the caller
@@ -21,20 +21,27 @@ SELECT
     ) AS anomalies,
     CAST([] AS Array(Int32)) AS ref_runs,
     CAST([] AS Array(Float64)) AS ref_times,
+    CAST([] AS Array(Int32)) AS ref_processes,
     CAST([] AS Array(Int32)) AS pat_runs,
-    CAST([] AS Array(Float64)) AS pat_times,
-    CAST([] AS Array(Int32)) AS runs,
-    CAST([] AS Array(Int32)) AS processes
+    CAST([] AS Array(Float64)) AS pat_times
 UNION ALL
 SELECT
     test,
-    toInt32(query_index) AS query_index,
+    query_index,
     toInt32(0) AS anomalies,
-    arrayMap(x -> toInt32(x.1), arraySort(groupArrayIf((run, client_time), server = 'reference'))) AS ref_runs,
-    arrayMap(x -> x.2, arraySort(groupArrayIf((run, client_time), server = 'reference'))) AS ref_times,
-    arrayMap(x -> toInt32(x.1), arraySort(groupArrayIf((run, client_time), server = 'patched'))) AS pat_runs,
-    arrayMap(x -> x.2, arraySort(groupArrayIf((run, client_time), server = 'patched'))) AS pat_times,
-    arrayMap(x -> toInt32(x.1), arraySort(groupUniqArray((run, process)))) AS runs,
-    arrayMap(x -> toInt32(x.2), arraySort(groupUniqArray((run, process)))) AS processes
-FROM runs_input
-GROUP BY test, query_index
+    arrayMap(x -> x.1, reference) AS ref_runs,
+    arrayMap(x -> x.2, reference) AS ref_times,
+    arrayMap(x -> x.3, reference) AS ref_processes,
+    arrayMap(x -> x.1, patched) AS pat_runs,
+    arrayMap(x -> x.2, patched) AS pat_times
+FROM
+(
+    SELECT
+        test,
+        toInt32(query_index) AS query_index,
+        arraySort(groupArrayIf((toInt32(run), client_time, toInt32(process)), server = 'reference'))
+            AS reference,
+        arraySort(groupArrayIf((toInt32(run), client_time), server = 'patched')) AS patched
+    FROM runs_input
+    GROUP BY test, query_index
+)

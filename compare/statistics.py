@@ -52,6 +52,8 @@ def usable_pairs(samples: Samples) -> tuple[list[tuple[float, float]], list[int]
     if not samples.reference or not samples.patched:
         return [], []
     with_sets = len(samples.processes) == len(samples.pairs)
+    if samples.pairs and min(map(min, samples.pairs)) > 0:  # the usual case, at C speed
+        return list(samples.pairs), (list(samples.processes) if with_sets else [])
     kept = [
         (pair, samples.processes[i] if with_sets else 0)
         for i, pair in enumerate(samples.pairs)

@@ -11,22 +11,25 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from compare.paired import PAIRED
 from compare.randomization import SeriesStats
 from compare.verdict import MIN_EFFECT, UNSTABLE_THRESHOLD, not_on_every_process
 
-# 7 runs: 2^7 = 128 sign vectors (paired), C(14, 7) = 3432 splits (pooled); from 5 runs two
-# true 7-8% slowdowns settled as unchanged (bench/replay_stops.py).
-MIN_RUNS = 7
-# Beyond 25 runs T shrinks only slowly; at 20, 3 of 18 true changes >= 10% were missed
-# (bench/replay_stops.py).
-MAX_RUNS = 25
+# 6 pairs, three whole blocks: the first count at which the paired test can decide (216
+# arrangements, smallest p 2/216), and its interval is narrower than at 7 pairs.
+MIN_RUNS = 6
+# Beyond 24 runs T shrinks only slowly; at 20, 3 of 18 true changes >= 10% were missed
+# (bench/replay_stops.py). Even, like every look.
+MAX_RUNS = 24
 # Per query, both sides' client time together: a 1 s query stops at 15 runs per side.
 QUERY_BUDGET_S = 30.0
 # Rule 5: queries just above the unstable threshold at max_runs run on to 1.6 x max_runs.
 EXTENSION = 1.6
-# Rule 6: the z of the 99% two-sided quantile T (D's standard error is T / Z_THRESHOLD), and
-# the z of a move that happens with probability 10% (conditional power below 10%: futile).
-Z_THRESHOLD = 2.5758
+# Rule 6: T over D's standard error (D's standard error is T / Z_THRESHOLD): for the paired
+# statistic's exact interval the median ratio is 2.8-3.35 from 24 pairs down to 6 under normal
+# noise (docs/method.md), and the z of a move that happens with probability 10% (conditional
+# power below 10%: futile).
+Z_THRESHOLD = 3.0
 Z_FUTILITY = 1.2816
 
 
@@ -35,9 +38,11 @@ Z_FUTILITY = 1.2816
 DISTURBED_SHARE = 0.25
 
 
-# A look after every run (none during an extension): the paired p-value floor halves with each
-# pair, so a clear change settles sooner, and a look (~20 ms) is cheap against a pair.
-CHECK_EVERY = 1
+# A look after every whole block of two pairs (none during an extension). With a block cut in
+# half the interval is wider than without that half block (its one cross difference can widen
+# the interval, the critical rank stays), so a look there settles almost nothing the look
+# before it did not.
+CHECK_EVERY = 2
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class StopRule:
         """The most runs a query can get (rule 5)."""
         if self.unstable_threshold is None:
             return self.max_runs
-        return math.ceil(self.max_runs * EXTENSION)
+        return 2 * math.ceil(self.max_runs * EXTENSION / 2)  # whole blocks
 
 
 @dataclass(frozen=True)
@@ -307,12 +312,14 @@ def boundary_reach(rule: StopRule, runs: int, threshold: float) -> float:
 
 
 def boundary_futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
-    """Rule 7: |D| so close to the minimum effect that max_runs would not move it T/2 away,
-    and not a D beyond T below the minimum effect (with every pair on one side T is |D|: not
-    noise to wait out, but possibly a larger change)."""
+    """Rule 7: |D| so close to the minimum effect that max_runs would not move it T/2 away.
+    With the pooled method, not for a D beyond T below the minimum effect: with every run of
+    one side beyond the other's, its T is about |D|, so "T below the target" only says |D| is,
+    and the change may be larger. The paired statistic's T is the distance from D to its
+    interval's end, so it has no such case."""
     if not rule.futility or stats.diff is None or stats.threshold is None:
         return False
-    if stats.beyond_threshold and abs(stats.diff) < rule.min_effect:
+    if stats.method != PAIRED and stats.beyond_threshold and abs(stats.diff) < rule.min_effect:
         return False
     distance = abs(abs(stats.diff) - rule.min_effect)
     return distance < boundary_reach(rule, runs, stats.threshold) / 2

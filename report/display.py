@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
+
+from artifacts.stages import DETAILS_DIR as DETAILS_DIR  # re-exported for ci and the report
 
 MISSING = "—"  # shown where a value does not exist (a side that failed, say)
 # A query's text is shown up to here, the whole text is a file next to the report (render.py):
 # the page holds each text up to three times, and a 50 MB query made a 157 MB report.
 MAX_QUERY_CHARS = 64 * 1024
 FULL_QUERIES_DIR = "queries"  # in the --out directory, next to report.html
+DETAILS_PER_PAGE = 25  # queries of one test on a details page
+# A query's text in the main page's tables, a line that opens on click; its details page has
+# it up to MAX_QUERY_CHARS. Keeps a page of thousands of long queries within a few MB.
+MAX_ROW_QUERY_CHARS = 300
 # A query's name (its tag="..." in the test file) in the tables.
 MAX_NAME_CHARS = 200
 
@@ -104,6 +111,23 @@ def full_query_href(test: str, query_index: int) -> str:
     return f"{FULL_QUERIES_DIR}/{ident(test, query_index)}.sql"
 
 
+def query_anchor(test: str, query_index: int) -> str:
+    """The id of a query's row in report.html and of its section on its details page."""
+    return "q-" + ident(test, query_index)
+
+
+def detail_file(test: str, query_index: int) -> str:
+    """The details page that holds a query, in DETAILS_DIR: one per DETAILS_PER_PAGE query
+    indexes of a test, so that a report of thousands of queries is not thousands of files
+    (creating one costs ~1 ms on an ext4 disk: 3 s of a 3,000-query report)."""
+    return f"{ident(test)}-{max(query_index, 0) // DETAILS_PER_PAGE}.html"
+
+
+def detail_href(test: str, query_index: int) -> str:
+    """A query's details, relative to report.html: its section of its details page."""
+    return f"{DETAILS_DIR}/{detail_file(test, query_index)}#{query_anchor(test, query_index)}"
+
+
 def query_cut(length: int) -> str:
     """What the report shows of a query text of `length` characters, when it cuts it."""
     if length <= MAX_QUERY_CHARS:
@@ -118,6 +142,7 @@ def sort_key(value: float | None) -> str:
     return f"{value:.6g}"
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a query's id is asked for by its row, page and links
 def ident(*parts: str | int) -> str:
     """A stable id for anchors and file names, safe in URLs; a short hash of the exact parts
     keeps it unique when user-controlled names look alike after cleaning."""

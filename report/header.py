@@ -28,6 +28,8 @@ _STAGE_KINDS = {
     tables.STAGE_QUERY_LOG: "query log",
 }
 
+_OUTCOMES = {"success": "passed", "failure": "failed", "incomplete": "incomplete"}
+
 _MANIFEST_KEYS = (
     "run_id",
     "status",
@@ -132,6 +134,7 @@ def build_header(
         message += f"; {build_problems} errors while building the report"
     return Header(
         status=status,
+        outcome=_OUTCOMES.get(status, status),
         message=message,
         first_problem=first_problem,
         run=_run_fields(manifest),
@@ -144,7 +147,33 @@ def build_header(
         profiling_note=_profiling_note(inputs),
         profiling_problems=(*_profile_problems(inputs), *flame_problems),
         statistics=_statistics(inputs),
+        thresholds=_thresholds(inputs),
     )
+
+
+def _thresholds(inputs: Inputs) -> tuple[Field, ...]:
+    """The numbers the verdicts were reached with: the minimum effect compare applied (from
+    verdicts.tsv, so a `chperf compare --min-effect` after the run shows), the rest as run."""
+    options = inputs.manifest.get("options")
+    options = options if isinstance(options, dict) else {}
+    fields = []
+    effects = sorted({v.min_effect for v in inputs.verdicts if v.min_effect is not None})
+    if effects:
+        low, high = (display.percent(e, signed=False) for e in (effects[0], effects[-1]))
+        value = low if low == high else f"{low} to {high} (per query, from the calibration)"
+        fields.append(Field("Minimum effect", value))
+    unstable = options.get("unstable_threshold")
+    if isinstance(unstable, int | float):
+        fields.append(Field("Unstable threshold", display.percent(unstable, signed=False)))
+    if isinstance(options.get("method"), str):
+        fields.append(Field("Method", str(options["method"])))
+    if inputs.summary is not None:
+        fdr = inputs.summary.fdr
+        control = "off" if fdr is None else f"Benjamini-Hochberg at q = {fdr.q:g}"
+        fields.append(Field("False-discovery control", control))
+    if "runs" in options:
+        fields.append(Field("Runs a side", _text(options["runs"])))
+    return tuple(fields)
 
 
 def _statistics(inputs: Inputs) -> tuple[str, ...]:

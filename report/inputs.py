@@ -14,20 +14,20 @@ from artifacts.manifest import MANIFEST, load_manifest
 from artifacts.summary import SUMMARY_FILE, Summary, read_summary
 from artifacts.tables import (
     ERRORS,
-    MONITOR,
     QUERIES,
+    QUERY_LOG,
     TESTS,
     ErrorRow,
-    MonitorRow,
+    MonitorSample,
     QueryRow,
     RunTime,
-    ServerTime,
     TestRow,
+    read_monitor_samples,
     read_run_times,
-    read_server_times,
 )
 from artifacts.tsv import Table, read_table
 from artifacts.verdicts import MetricRow, VerdictRow, read_metrics, read_verdicts
+from compare.interference import Interference, interference_of
 
 # Read problems of one file beyond this many are counted, not listed (a truncated 100k-line
 # file should not produce a 100k-line report).
@@ -41,6 +41,12 @@ class Profile:
     side: str
     folded: Path  # absolute
     kind: str
+    # Added later (run.json of older runs lacks them: 0 and "" mean unknown).
+    runs: int = 0  # profile runs of this side: the graphs are drawn per run
+    seconds: float = 0.0  # their wall time in all
+    sample_ns: int = 0  # CPU time one sample stands for
+    failure: str = ""  # the query's error when it failed in a profile run
+    unnamed: tuple[str, ...] = ()  # why frames of some modules have no names
 
 
 @dataclass(frozen=True)
@@ -49,13 +55,15 @@ class Inputs:
     manifest: dict[str, Any]  # {} when run.json is missing or unreadable
     queries: tuple[QueryRow, ...]
     runs: tuple[RunTime, ...]
-    query_log: tuple[ServerTime, ...]
     errors: tuple[ErrorRow, ...]
     tests: tuple[TestRow, ...]
     verdicts: tuple[VerdictRow, ...]
     metrics: tuple[MetricRow, ...]
     summary: Summary | None
-    monitor: tuple[MonitorRow, ...]  # empty for runs made before the monitor existed
+    monitor: tuple[MonitorSample, ...]  # empty for runs made before the monitor existed
+    # Per query, its runs that coincided with other work on the machine: compare's own rule
+    # (compare/interference.py), so the report marks exactly the runs the verdict names.
+    interference: dict[tuple[str, int], Interference]
     profiles: tuple[Profile, ...]
     missing: tuple[str, ...]
     problems: tuple[str, ...]
@@ -90,29 +98,37 @@ def load_inputs(out: Path) -> Inputs:
     if summary.missing:
         missing.append(SUMMARY_FILE)
     problems.extend(summary.problems)
+    runs = columns(read_run_times(out))
+    # The report takes each query's server time from metrics.tsv (compare's medians of
+    # query_log.tsv, one row a query, not one a run); a run without a query log is still named.
+    if not (out / QUERY_LOG.file).exists():
+        missing.append(QUERY_LOG.file)
+    monitor = _monitor(out, problems)
     return Inputs(
         out=out,
         manifest=manifest.data,
         queries=table(QUERIES),
-        runs=columns(read_run_times(out)),
-        query_log=columns(read_server_times(out)),
+        runs=runs,
         errors=table(ERRORS),
         tests=table(TESTS),
         verdicts=verdicts,
         metrics=metrics,
         summary=summary.summary,
-        monitor=_monitor(out, problems),
+        monitor=monitor,
+        interference=interference_of(
+            monitor, ((r.test, r.query_index, r.run, r.client_time, r.start_time) for r in runs)
+        ),
         profiles=_profiles(out, manifest.data, problems),
         missing=tuple(missing),
         problems=tuple(problems),
     )
 
 
-def _monitor(out: Path, problems: list[str]) -> tuple[MonitorRow, ...]:
+def _monitor(out: Path, problems: list[str]) -> tuple[MonitorSample, ...]:
     """monitor.tsv: optional (older runs have none), its damage a problem like any table's."""
-    contents = read_table(out, MONITOR)
+    contents = read_monitor_samples(out)
     if not contents.missing:
-        problems.extend(_limit(MONITOR.file, [str(p) for p in contents.problems]))
+        problems.extend(_limit(contents.file, [str(p) for p in contents.problems]))
     return tuple(sorted(contents.rows, key=lambda s: s.time))
 
 
@@ -121,6 +137,10 @@ def _limit(file: str, problems: list[str]) -> list[str]:
         return problems
     rest = len(problems) - MAX_LISTED_READ_PROBLEMS
     return [*problems[:MAX_LISTED_READ_PROBLEMS], f"{file}: and {rest} more unreadable lines"]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _profiles(out: Path, manifest: dict[str, Any], problems: list[str]) -> tuple[Profile, ...]:
@@ -140,6 +160,11 @@ def _profiles(out: Path, manifest: dict[str, Any], problems: list[str]) -> tuple
                     side=str(item["side"]),
                     folded=out / str(item["folded"]),
                     kind=str(item.get("kind", "")),
+                    runs=int(item.get("runs", 0)),
+                    seconds=float(item.get("seconds", 0.0)),
+                    sample_ns=int(item.get("sample_ns", 0)),
+                    failure=str(item.get("failure", "")),
+                    unnamed=tuple(str(u) for u in _list(item.get("unnamed"))),
                 )
             )
         except (KeyError, TypeError, ValueError) as e:

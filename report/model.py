@@ -30,8 +30,9 @@ class ServerView:
 @dataclass(frozen=True)
 class Header:
     status: str  # success, failure or unknown (no summary.json)
+    outcome: str  # the status in words: "passed", "failed", "incomplete"
     message: str  # summary.json's message, plus what the report adds
-    first_problem: str | None  # anchor of the first thing that makes the check fail
+    first_problem: str | None  # anchor of the first problem; None when there are none
     run: tuple[Field, ...]
     servers: tuple[ServerView, ...]
     machine: tuple[Field, ...]
@@ -39,6 +40,7 @@ class Header:
     profiling_note: str | None  # why there are no flame graphs, when there are none
     profiling_problems: tuple[str, ...]  # profiles not taken or not rendered: never a failure
     statistics: tuple[str, ...] = ()  # false-discovery control and calibration, in words
+    thresholds: tuple[Field, ...] = ()  # minimum effect, unstable threshold, method, FDR
 
 
 @dataclass(frozen=True)
@@ -76,17 +78,20 @@ class FailureView:
 
 @dataclass(frozen=True)
 class QueryView:
-    anchor: str  # id of the query's details block
+    anchor: str  # id of the query's row in the all-queries table
+    detail_href: str  # its detail page, relative to report.html (details/<id>.html)
     test: str
     query_index: int
     name: str  # the query's tag in the test file, "" without one
-    query: str
+    query: str  # up to display.MAX_QUERY_CHARS
+    query_line: str  # up to display.MAX_ROW_QUERY_CHARS, for the tables of the main page
     verdict: str
     reason: str
     reference: str
     patched: str
     ratio: str
-    ci: str  # "95% CI 1.25–1.40x" when compare provides it, else ""
+    change: str  # the estimate as a ratio and a percentage: "1.32x slower (+32.0%)"
+    ci: str  # "99% CI 1.25–1.40x slower" when compare provides it, else ""
     diff: str
     threshold: str
     runs: str
@@ -100,10 +105,7 @@ class QueryView:
     failures: tuple[FailureView, ...]
     flamegraphs: tuple[Link, ...]
     flamegraphs_unavailable: tuple[str, ...]  # why a side has none, e.g. no samples
-    metrics: tuple[MetricView, ...]
-    metrics_omitted: int  # insignificant metrics not shown (they are in metrics.tsv)
-    plot: Markup | None  # per-run times of both sides, for changed and unstable queries
-    has_details: bool  # a details block with id=anchor exists
+    disturbed: str = ""  # "runs 5-8 of 15 coincided with ..." (compare/interference.py)
     equivalence: str = ""  # "equivalent" / "inconclusive" for unchanged queries
     not_calibrated: str = ""  # "not calibrated: why" when a calibration file lacks the query
     query_file: str = ""  # href of the whole text when `query` is cut (view.MAX_QUERY_CHARS)
@@ -111,9 +113,36 @@ class QueryView:
 
 
 @dataclass(frozen=True)
+class DetailView:
+    """One query's details, a section of its details page; hrefs are relative to details/."""
+
+    query: QueryView
+    report_href: str  # back to the query's row in report.html
+    plot: Markup | None  # per-run times of both sides in run order
+    outliers: str  # which runs the plot rings as outliers, "" when none
+    timeline: Markup | None  # the machine's CPU while the query ran (monitor.tsv)
+    metrics: tuple[MetricView, ...]
+    metrics_omitted: int  # smaller changes not shown (they are in metrics.tsv)
+    flamegraphs: tuple[Link, ...]
+    flame_notes: tuple[str, ...]  # about all flame graphs, e.g. why some frames have no names
+    profiling_note: str | None  # why the run has no flame graphs at all
+    query_file: str  # the whole text when the page shows it cut, else ""
+
+
+@dataclass(frozen=True)
+class DetailPage:
+    """details/<file>: the details of up to display.DETAILS_PER_PAGE queries of one test."""
+
+    file: str
+    test: str
+    queries: tuple[DetailView, ...]
+
+
+@dataclass(frozen=True)
 class VerdictCount:
     verdict: str
     count: int
+    href: str = ""  # where the report lists the queries of this verdict
 
 
 @dataclass(frozen=True)
@@ -140,6 +169,8 @@ class SkippedView:
 class Report:
     title: str
     header: Header
+    counts: tuple[VerdictCount, ...]  # the verdicts that occur, in display order
+    disturbed: int  # queries with runs the environment monitor saw disturbed
     run_problems: tuple[ProblemView, ...]  # errors.tsv rows that are not one query's failure
     build_problems: tuple[ProblemView, ...]
     changes: tuple[QueryView, ...]
@@ -149,6 +180,8 @@ class Report:
     tests: tuple[TestSummaryView, ...]
     test_chart: Markup | None
     machine_timeline: Markup | None  # the environment monitor's CPU over the run
+    flame_notes: tuple[str, ...]  # about all flame graphs, e.g. why some frames have no names
     all_queries: tuple[QueryView, ...]
     verdicts: tuple[str, ...]  # every verdict name, in display order
+    details: tuple[DetailPage, ...]  # every query's details, a page per test (or part)
     generated_at: str

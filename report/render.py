@@ -1,10 +1,11 @@
-"""`chperf report OUT`: write OUT/report.html. Problems found on the way never stop the
-report: they are returned and shown in it."""
+"""`chperf report OUT`: write OUT/report.html and the queries' details pages in OUT/details/.
+Problems found on the way never stop the report: they are returned and shown in it."""
 
 from __future__ import annotations
 
 import datetime
 import importlib.resources
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,15 +14,16 @@ import jinja2
 from artifacts.errors import ChperfError
 from artifacts.files import write_atomically
 from artifacts.stages import REPORT_FILE, REPORT_OUTPUTS, remove_previous
-from report.display import MAX_QUERY_CHARS, full_query_href
+from report.display import DETAILS_DIR, MAX_QUERY_CHARS, full_query_href
 from report.flamegraph import FlameGraphs, render_flamegraphs
 from report.inputs import Inputs, load_inputs
-from report.model import Report
+from report.model import DetailPage, Report
 from report.view import build_report
 
 # report_templates/ is package data: found the same way in a checkout and in a wheel.
 TEMPLATE_DIR = Path(str(importlib.resources.files("report_templates")))
 TEMPLATE = "report.html.j2"
+DETAIL_TEMPLATE = "details.html.j2"
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,27 @@ def environment() -> jinja2.Environment:
 
 def render_html(report: Report) -> str:
     return environment().get_template(TEMPLATE).render(report=report)
+
+
+def write_details(out: Path, pages: tuple[DetailPage, ...]) -> tuple[str, ...]:
+    """OUT/details/, written whole beside the old one and swapped in: no page of an earlier
+    report stays; the problems."""
+    fresh, final = out / f"{DETAILS_DIR}.new", out / DETAILS_DIR
+    template = environment().get_template(DETAIL_TEMPLATE)
+    try:
+        shutil.rmtree(fresh, ignore_errors=True)
+        fresh.mkdir()
+        for page in pages:
+            (fresh / page.file).write_text(template.render(page=page), encoding="utf-8")
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        elif final.exists() or final.is_symlink():
+            final.unlink()
+        fresh.rename(final)
+    except OSError as e:
+        shutil.rmtree(fresh, ignore_errors=True)
+        return (f"the detail pages could not be written in {final}: {e}",)
+    return ()
 
 
 def write_full_queries(out: Path, inputs: Inputs) -> tuple[str, ...]:
@@ -79,6 +102,10 @@ def render_report(out: Path) -> ReportResult:
     except OSError as e:
         flames = FlameGraphs({}, (f"flame graphs could not be written in {out}: {e}",))
     generated = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    report = build_report(inputs, flames, write_full_queries(out, inputs), generated)
+    problems = write_full_queries(out, inputs)
+    report = build_report(inputs, flames, problems, generated)
+    failed = write_details(out, report.details)
+    if failed:  # rare: built again, so that the page counts the problem in its status
+        report = build_report(inputs, flames, (*problems, *failed), generated)
     path = write_atomically(out / REPORT_FILE, render_html(report))  # never half a report
     return ReportResult(path, tuple(p.message for p in report.build_problems))

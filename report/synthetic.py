@@ -6,6 +6,7 @@ invented (no statistics run) and only have to look plausible.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,11 +15,24 @@ from typing import Any
 
 from artifacts import manifest, tables, tsv
 from artifacts.summary import write_summary
-from artifacts.tables import ErrorRow, ProfileEventRow, QueryLogRow, QueryRow, RunRow, TestRow
+from artifacts.tables import (
+    ErrorRow,
+    MonitorRow,
+    ProfileEventRow,
+    QueryLogRow,
+    QueryRow,
+    RunRow,
+    TestRow,
+)
 from artifacts.verdicts import MetricRow, VerdictRow, write_metrics, write_verdicts
+from compare.metrics import SERVER_TIME
 
 # Run-time multipliers around the median: 7 runs whose median is exactly the median.
 _SPREAD = (0.97, 1.03, 0.99, 1.0, 1.04, 0.98, 1.01)
+START_TIME = 1_777_000_000.0  # the first run's start, Unix seconds
+RUN_GAP_SECONDS = 0.01  # between the end of one run and the start of the next
+MONITOR_INTERVAL = 0.25  # as runner/monitor.py samples
+BUSY_CORES = 0.6  # a neighbour's CPU during a busy span
 
 
 @dataclass(frozen=True)
@@ -95,19 +109,24 @@ def write_run(
     errors: Sequence[ErrorRow] = (),
     profiles: list[dict[str, Any]] | None = None,
     metrics: Sequence[MetricRow] = (),
+    busy: Sequence[tuple[float, float]] | None = None,
 ) -> None:
+    """With `busy` (spans in seconds from the first run's start), monitor.tsv holds a sample
+    every MONITOR_INTERVAL seconds in which a neighbour takes BUSY_CORES during those spans."""
     out.mkdir(parents=True, exist_ok=True)
     run_rows: list[RunRow] = []
     log_rows: list[QueryLogRow] = []
     events: list[ProfileEventRow] = []
+    clock = START_TIME
     for q in specs:
-        for side, median in ((tables.REFERENCE, q.reference), (tables.PATCHED, q.patched)):
-            if median is None:
-                continue
-            for run in range(runs):
+        for run in range(runs):  # the two sides in alternation, as a run makes them
+            for side, median in ((tables.REFERENCE, q.reference), (tables.PATCHED, q.patched)):
+                if median is None:
+                    continue
                 t = median * _SPREAD[run % len(_SPREAD)]
                 query_id = f"{q.test}-{q.index}-{run}"
-                run_rows.append(RunRow(q.test, q.index, side, run, query_id, t))
+                run_rows.append(RunRow(q.test, q.index, side, run, query_id, t, 0, clock))
+                clock += t + RUN_GAP_SECONDS
                 log_rows.append(
                     QueryLogRow(q.test, q.index, side, run, query_id, t * q.server_share, 1, 8, 1)
                 )
@@ -118,10 +137,49 @@ def write_run(
     tsv.write_table(out, tables.PROFILE_EVENTS, events)
     tsv.write_table(out, tables.ERRORS, errors)
     tsv.write_table(out, tables.TESTS, tests)
+    if busy is not None:
+        tsv.write_table(out, tables.MONITOR, _monitor(clock, busy))
     manifest.write_manifest(out, _manifest(specs, profiles or []))
     write_verdicts(out, [_verdict_row(q, runs) for q in specs])
-    write_metrics(out, metrics)
+    write_metrics(out, [*metrics, *_server_times(specs, metrics)])
     _write_summary(out, specs, runs, errors)
+
+
+def _server_times(specs: Sequence[QuerySpec], metrics: Sequence[MetricRow]) -> list[MetricRow]:
+    """compare's server_time row of each query measured on both sides, unless given."""
+    given = {(m.test, m.query_index) for m in metrics if m.metric == SERVER_TIME}
+    rows = []
+    for q in specs:
+        if (q.test, q.index) in given or q.reference is None or q.patched is None:
+            continue
+        reference, patched = q.reference * q.server_share, q.patched * q.server_share
+        rows.append(
+            MetricRow(
+                q.test, q.index, SERVER_TIME, reference, patched, patched / reference - 1, 0.05
+            )
+        )
+    return rows
+
+
+def _sample(time: float, foreign: float) -> MonitorRow:
+    return MonitorRow(
+        time=time, seconds=MONITOR_INTERVAL, cpus=2, user=0.5, system=0.05, iowait=0.0,
+        steal=0.0, idle=0.45, servers_cpu=1.0, chperf_cpu=0.03, foreign_cpu=foreign, load1=1.0,
+        runnable=1, cpu_pressure=None, io_pressure=None, memory_pressure=None, disk_busy=0.0,
+        disk_queue=0.0, mem_available_mb=2000.0,
+    )  # fmt: skip
+
+
+def _monitor(end: float, busy: Sequence[tuple[float, float]]) -> list[MonitorRow]:
+    samples = []
+    count = math.ceil((end - START_TIME) / MONITOR_INTERVAL) + 1
+    for n in range(1, count + 1):
+        time = START_TIME + n * MONITOR_INTERVAL
+        since = time - START_TIME
+        hit = any(since > low and since - MONITOR_INTERVAL < high for low, high in busy)
+        foreign = BUSY_CORES if hit else 0.02
+        samples.append(_sample(time, foreign))
+    return samples
 
 
 def _write_summary(
@@ -266,8 +324,8 @@ def write_large_run(out: Path, queries: int, *, runs: int = 15, seed: int = 1) -
     metrics: list[MetricRow] = []
     # ProfileEvents names are about this long (OSReadChars, RealTimeMicroseconds, ...).
     events = [f"SyntheticProfileEvent{n:02d}" for n in range(40)]
-    for q in specs:
-        if q.verdict in ("slower", "faster", "unstable") and q.reference and q.patched:
+    for q in specs:  # compare writes metrics for every query measured on both sides
+        if q.reference and q.patched:
             diff = (q.patched - q.reference) / q.reference
             for name in events:
                 metrics.append(
@@ -275,4 +333,6 @@ def write_large_run(out: Path, queries: int, *, runs: int = 15, seed: int = 1) -
                 )
     tests = sorted({q.test for q in specs})
     rows = [TestRow(t, f"perf_tests/{t}.xml", "ran", "", 60.0) for t in tests]
-    write_run(out, specs, runs=runs, tests=rows, metrics=metrics)
+    # A neighbour busy for a minute every quarter of an hour, over a day at most.
+    busy = [(start + 300.0, start + 360.0) for start in range(0, 86_400, 900)]
+    write_run(out, specs, runs=runs, tests=rows, metrics=metrics, busy=busy)

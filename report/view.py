@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from artifacts.tables import PATCHED, REFERENCE, SIDES, WHOLE_TEST
-from artifacts.verdicts import MetricRow, VerdictRow
-from report import display, header, svg
+from artifacts.tables import PATCHED, REFERENCE, WHOLE_TEST
+from artifacts.verdicts import VerdictRow
+from report import details, display, header, svg
 from report.flamegraph import FlameGraphs
+from report.index import Key, QueryTables, index_inputs
 from report.inputs import Inputs
 from report.model import (
-    FailureView,
-    MetricView,
     QueryView,
     Report,
     SkippedView,
@@ -25,14 +22,11 @@ from report.model import (
     VerdictCount,
 )
 
-Key = tuple[str, int]
-
 CHANGED = ("slower", "faster")
 UNDECIDED = ("unstable", "inconclusive")  # measured, but too noisy or too few runs to judge
-DETAILED = (*CHANGED, *UNDECIDED)  # queries that get a plot and a metrics table
 FAILED = ("partial", "error", "too long")
 NOT_MEASURED = ("skipped", "not run")
-MEASURED = (*DETAILED, "unchanged")  # verdicts whose medians enter the geometric mean
+MEASURED = (*CHANGED, *UNDECIDED, "unchanged")  # verdicts whose medians enter the geomean
 VERDICT_ORDER = (
     "slower",
     "faster",
@@ -52,34 +46,25 @@ NOT_COMPARED = "not compared"  # a query in queries.tsv without a row in verdict
 CLIENT_OVERHEAD_LIMIT = 0.20
 # Below ~10 ms per run, client overhead and scheduling dominate the measurement.
 SHORT_QUERY_SECONDS = 0.010
-# A reader looks at the top few, and with hundreds of changed queries a longer table makes
-# the report too heavy to open; metrics.tsv has them all.
-METRICS_SHOWN = 10
-# Error messages (with server stack traces) are cut here; errors.tsv has them whole.
-MAX_ERROR_CHARS = 2000
-MAX_FAILURES_PER_QUERY = 4
-
-
-@dataclass(frozen=True)
-class _Tables:
-    query_text: dict[Key, str]
-    query_names: dict[Key, str]  # tag="..." of the test file, where it has one
-    verdicts: dict[Key, VerdictRow]
-    runs: dict[tuple[str, int, str], list[tuple[int, float]]]
-    server_medians: dict[tuple[str, int, str], float]
-    metrics: dict[Key, list[MetricRow]]
-    failures: dict[Key, list[FailureView]]
+# Where the main page lists the queries of each verdict (the count links there).
+_SECTION_OF = {
+    **{v: "#changes" for v in CHANGED},
+    **{v: "#unstable" for v in UNDECIDED},
+    **{v: "#failed" for v in FAILED},
+    **{v: "#skipped" for v in NOT_MEASURED},
+}
 
 
 def build_report(
     inputs: Inputs, flames: FlameGraphs, extra_problems: Sequence[str], generated_at: str
 ) -> Report:
-    tables = _index(inputs)
+    tables = index_inputs(inputs)
     # Flame graphs explain verdicts and never decide one: their problems are notes.
     build = [*header.input_problems(inputs), *extra_problems]
     keys = _keys(inputs, tables, build)
     queries = tuple(_query(key, tables, flames) for key in keys)
     run_problems, build_problems = header.number_problems(header.run_problems(inputs), build)
+    # Slower first (they fail the check), then faster; each by the size of the change.
     changes = sorted(
         (q for q in queries if q.verdict in CHANGED),
         key=lambda q: (q.verdict != "slower", -abs(_diff_of(tables, q))),
@@ -90,13 +75,14 @@ def build_report(
     failed = [q for q in queries if q.verdict in FAILED]
     verdicts = _verdict_names(queries)
     tests = _tests(inputs, queries, tables, verdicts)
-    first = next(
-        (p.anchor for p in (*run_problems, *build_problems)),
-        next((q.anchor for q in (*changes, *failed) if q.verdict != "faster"), None),
-    )
+    first = next((p.anchor for p in (*run_problems, *build_problems)), None)
+    head = header.build_header(inputs, first, len(build_problems), flames.problems)
+    machine = (details.moments(inputs.monitor), inputs.monitor[0].cpus if inputs.monitor else 1)
     return Report(
         title="chperf report",
-        header=header.build_header(inputs, first, len(build_problems), flames.problems),
+        header=head,
+        counts=_counts(queries, verdicts),
+        disturbed=sum(1 for q in queries if q.disturbed),
         run_problems=run_problems,
         build_problems=build_problems,
         changes=tuple(changes),
@@ -105,75 +91,44 @@ def build_report(
         skipped=_skipped(inputs),
         tests=tests,
         test_chart=_test_chart(inputs, queries, tables),
-        machine_timeline=_machine_timeline(inputs),
+        machine_timeline=svg.machine_timeline(machine[0], _starts(inputs), machine[1]),
+        flame_notes=flames.notes,
         all_queries=queries,
         verdicts=verdicts,
+        details=details.build_details(
+            queries, tables, machine, (head.profiling_note, flames.notes)
+        ),
         generated_at=generated_at,
     )
 
 
-def _machine_timeline(inputs: Inputs) -> Markup | None:
-    samples = inputs.monitor
-    moments = [svg.Moment(s.time, s.servers_cpu, s.foreign_cpu, s.steal * s.cpus) for s in samples]
-    starts = sorted(r.start_time for r in inputs.runs if r.start_time > 0)
-    return svg.machine_timeline(moments, starts, samples[0].cpus if samples else 1)
+def _counts(queries: Sequence[QueryView], verdicts: Sequence[str]) -> tuple[VerdictCount, ...]:
+    found = [VerdictCount(v, sum(1 for q in queries if q.verdict == v)) for v in verdicts]
+    return tuple(
+        VerdictCount(c.verdict, c.count, _SECTION_OF.get(c.verdict, "#all"))
+        for c in found
+        if c.count
+    )
 
 
-def _diff_of(tables: _Tables, q: QueryView) -> float:
+def _starts(inputs: Inputs) -> list[float]:
+    return sorted(r.start_time for r in inputs.runs if r.start_time > 0)
+
+
+def _diff_of(tables: QueryTables, q: QueryView) -> float:
     row = tables.verdicts.get((q.test, q.query_index))
     return row.diff if row is not None and row.diff is not None else 0.0
 
 
-def _threshold_of(tables: _Tables, q: QueryView) -> float:
+def _threshold_of(tables: QueryTables, q: QueryView) -> float:
     row = tables.verdicts.get((q.test, q.query_index))
     return row.threshold if row is not None and row.threshold is not None else 0.0
 
 
-def _index(inputs: Inputs) -> _Tables:
-    runs: dict[tuple[str, int, str], list[tuple[int, float]]] = defaultdict(list)
-    for r in inputs.runs:
-        runs[(r.test, r.query_index, r.server)].append((r.run, r.client_time))
-    for points in runs.values():
-        points.sort()
-    server_times: dict[tuple[str, int, str], list[float]] = defaultdict(list)
-    for q in inputs.query_log:
-        server_times[(q.test, q.query_index, q.server)].append(q.server_time)
-    metrics: dict[Key, list[MetricRow]] = defaultdict(list)
-    for m in inputs.metrics:
-        metrics[(m.test, m.query_index)].append(m)
-    failures: dict[Key, list[FailureView]] = defaultdict(list)
-    for e in inputs.errors:
-        if e.query_index != WHOLE_TEST and e.stage in header.QUERY_STAGES:
-            failures[(e.test, e.query_index)].append(
-                FailureView(e.server, e.stage, e.error_code, _cut(e.message))
-            )
-    return _Tables(
-        query_text={(q.test, q.query_index): q.query for q in inputs.queries},
-        query_names={(q.test, q.query_index): q.name for q in inputs.queries if q.name},
-        verdicts={(v.test, v.query_index): v for v in inputs.verdicts},
-        runs=dict(runs),
-        server_medians={k: statistics.median(v) for k, v in server_times.items()},
-        metrics=dict(metrics),
-        failures={k: _distinct(v) for k, v in failures.items()},
-    )
-
-
-def _cut(message: str) -> str:
-    if len(message) <= MAX_ERROR_CHARS:
-        return message
-    return message[:MAX_ERROR_CHARS] + "… (cut here; errors.tsv has the whole message)"
-
-
-def _distinct(failures: list[FailureView]) -> list[FailureView]:
-    seen: dict[tuple[str, str, int, str], FailureView] = {}
-    for f in failures:
-        seen.setdefault((f.side, f.stage, f.error_code, f.message), f)
-    return list(seen.values())[:MAX_FAILURES_PER_QUERY]
-
-
-def _keys(inputs: Inputs, tables: _Tables, problems: list[str]) -> list[Key]:
+def _keys(inputs: Inputs, tables: QueryTables, problems: list[str]) -> list[Key]:
     """Queries in queries.tsv order, then any verdict for a query queries.tsv lacks."""
-    keys = [(q.test, q.query_index) for q in inputs.queries]
+    # A query listed twice (damaged artifacts) is still one row, one anchor, one page.
+    keys = list(dict.fromkeys((q.test, q.query_index) for q in inputs.queries))
     extra = [k for k in tables.verdicts if k not in tables.query_text]
     # compare writes one row with query_index -1 for a test without queries (skipped, or
     # failed before its queries were known): the skipped ones are listed as skipped tests.
@@ -197,7 +152,7 @@ def _keys(inputs: Inputs, tables: _Tables, problems: list[str]) -> list[Key]:
     return keys + extra
 
 
-def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
+def _query(key: Key, tables: QueryTables, flames: FlameGraphs) -> QueryView:
     test, index = key
     row = tables.verdicts.get(key)
     verdict = row.verdict if row is not None else NOT_COMPARED
@@ -213,16 +168,17 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
     # estimate of the blocked pairs), never the ratio of medians, so it, D and the interval
     # agree; the medians are shown for scale.
     ratio = 1 + diff if diff is not None and diff > -1 else None
-    detailed = verdict in DETAILED
-    metrics, omitted = _metrics(tables.metrics.get(key, [])) if detailed else ((), 0)
     slow, warnings = _warnings(key, reference, patched, tables)
     cut = len(text) > display.MAX_QUERY_CHARS
+    found = tables.interference.get(key)
     return QueryView(
-        anchor="q-" + display.ident(test, index),
+        anchor=display.query_anchor(test, index),
+        detail_href=display.detail_href(test, index),
         test=test,
         query_index=index,
         name=display.cut(tables.query_names.get(key, ""), display.MAX_NAME_CHARS),
         query=display.cut(text, display.MAX_QUERY_CHARS),
+        query_line=display.cut(text, display.MAX_ROW_QUERY_CHARS),
         query_file=display.full_query_href(test, index) if cut else "",
         query_cut=display.query_cut(len(text)),
         verdict=verdict,
@@ -230,6 +186,7 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         reference=display.duration(reference),
         patched=display.duration(patched),
         ratio=display.ratio_text(ratio),
+        change=display.change(diff),
         ci=display.ratio_interval(row.ci_low, row.ci_high, row.ci_level) if row else "",
         equivalence=row.equivalence if row else "",
         not_calibrated=row.calibration if row and row.calibration.startswith("not ") else "",
@@ -246,10 +203,7 @@ def _query(key: Key, tables: _Tables, flames: FlameGraphs) -> QueryView:
         failures=tuple(tables.failures.get(key, ())),
         flamegraphs=flames.links.get(key, ()),
         flamegraphs_unavailable=flames.unavailable.get(key, ()),
-        metrics=metrics,
-        metrics_omitted=omitted,
-        plot=_plot(key, row, tables) if detailed else None,
-        has_details=detailed or verdict in FAILED,
+        disturbed=found.note() if found else "",
     )
 
 
@@ -262,7 +216,7 @@ def _runs(row: VerdictRow | None) -> str:
 
 
 def _warnings(
-    key: Key, reference: float | None, patched: float | None, tables: _Tables
+    key: Key, reference: float | None, patched: float | None, tables: QueryTables
 ) -> tuple[bool, list[str]]:
     """Measurement-quality warnings, each with its remedy; and whether it is slow on client."""
     warnings: list[str] = []
@@ -289,62 +243,12 @@ def _warnings(
     return slow, warnings
 
 
-def _metrics(rows: Iterable[MetricRow]) -> tuple[tuple[MetricView, ...], int]:
-    """Largest significant changes first; then the largest others up to METRICS_SHOWN."""
-
-    def significant(m: MetricRow) -> bool:
-        # A metric that never varies has T = 0: it changed only if its diff is not zero.
-        if m.diff is None or m.threshold is None or m.diff == 0:
-            return False
-        return abs(m.diff) >= m.threshold
-
-    def size(m: MetricRow) -> float:
-        return abs(m.diff) if m.diff is not None and math.isfinite(m.diff) else -1.0
-
-    ordered = sorted(rows, key=lambda m: (not significant(m), -size(m), m.metric))
-    shown = ordered[:METRICS_SHOWN]
-    views = tuple(
-        MetricView(
-            metric=m.metric,
-            reference=_metric_value(m.metric, m.reference_median),
-            patched=_metric_value(m.metric, m.patched_median),
-            diff=display.percent(m.diff),
-            threshold=display.percent(m.threshold, signed=False),
-            significant=significant(m),
-            direction="" if m.diff is None or m.diff == 0 else ("up" if m.diff > 0 else "down"),
-        )
-        for m in shown
-    )
-    return views, len(ordered) - len(shown)
-
-
-def _metric_value(metric: str, value: float | None) -> str:
-    if metric == "server_time":
-        return display.duration(value)
-    if value is None or not math.isfinite(value):
-        return display.MISSING
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def _plot(key: Key, row: VerdictRow | None, tables: _Tables) -> Markup | None:
-    test, index = key
-    series = [
-        svg.Series(
-            side,
-            tuple(tables.runs.get((test, index, side), ())),
-            None if row is None else (row.reference_median, row.patched_median)[number],
-        )
-        for number, side in enumerate(SIDES)
-    ]
-    return svg.run_plot(series, f"run times of {test} query {index}")
-
-
 def _verdict_names(queries: Sequence[QueryView]) -> tuple[str, ...]:
     seen = {q.verdict for q in queries}
     return VERDICT_ORDER + tuple(sorted(seen - set(VERDICT_ORDER)))
 
 
-def _geomean(queries: Iterable[QueryView], tables: _Tables) -> float | None:
+def _geomean(queries: Iterable[QueryView], tables: QueryTables) -> float | None:
     logs = []
     for q in queries:
         row = tables.verdicts.get((q.test, q.query_index))
@@ -362,7 +266,7 @@ def _by_test(inputs: Inputs, queries: Sequence[QueryView]) -> dict[str, list[Que
 
 
 def _tests(
-    inputs: Inputs, queries: Sequence[QueryView], tables: _Tables, verdicts: Sequence[str]
+    inputs: Inputs, queries: Sequence[QueryView], tables: QueryTables, verdicts: Sequence[str]
 ) -> tuple[TestSummaryView, ...]:
     rows = {t.test: t for t in inputs.tests}
     views = []
@@ -387,7 +291,7 @@ def _tests(
     return tuple(views)
 
 
-def _test_chart(inputs: Inputs, queries: Sequence[QueryView], tables: _Tables) -> Markup | None:
+def _test_chart(inputs: Inputs, queries: Sequence[QueryView], tables: QueryTables) -> Markup | None:
     bars = []
     for test, members in _by_test(inputs, queries).items():
         geomean = _geomean(members, tables)

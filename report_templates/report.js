@@ -1,4 +1,5 @@
-// chperf report: sortable tables, the all-queries filter, click-to-open SQL.
+// chperf report: sortable tables, the all-queries filter, click-to-open SQL, and links into
+// the collapsed sections at the end opening them.
 // Vanilla JS, no dependencies, works from a file:// URL. Numbers sort on data-sort (plain
 // numbers written by chperf), cells without a value sort last in both directions.
 (function () {
@@ -75,8 +76,18 @@
     verdict.addEventListener("change", apply);
   }
 
+  function openTarget() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") node.open = true;
+    }
+  }
+
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   setUpFilter();
+  openTarget();
+  window.addEventListener("hashchange", openTarget);
   document.addEventListener("click", function (event) {
     var target = event.target;
     if (target instanceof Element && target.matches("td.sql")) target.classList.toggle("open");

@@ -54,7 +54,7 @@ def test_a_run_that_ends_leaves_its_profiles_and_nothing_else(
         tmp_path, server_binary, "--runs", "5", "--profile-all", "--profile-seconds", "0.5"
     )
     _, stderr = process.communicate(timeout=300)
-    assert process.returncode in (0, 1), stderr
+    assert process.returncode in (1, 4), stderr
     assert sorted((out / "profiles").glob("*.folded"))  # perf was there and was folded
     assert_nothing_left(out, tmpdir)
 

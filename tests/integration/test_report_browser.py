@@ -1,8 +1,11 @@
 """The report in a real browser: headless Chromium over the DevTools protocol.
 
-Loads report.html from disk (file://, as a CI artifact is opened), fails on any console error
-or uncaught exception, sorts and filters the all-queries table by clicking and typing, and
-saves a screenshot in the test's temporary directory.
+Loads report.html and its details pages from disk (file://, as a CI artifact is opened), fails
+on any console error or uncaught exception, sorts and filters the all-queries table by clicking
+and typing. On the reports of two real runs (the installed server against itself with the
+max_block_size overlay, and an A/A run) it checks that the answer is in the first 1366x768
+viewport, that every link and anchor of every page resolves and that every query has its
+details page; the first viewport of the run with changes is saved as a screenshot.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,9 +28,12 @@ import pytest
 from websockets.sync.client import ClientConnection, connect
 
 from report import render_report, synthetic
+from tests.conftest import DATA, REPO, engine_binary, run_chperf
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 STARTUP_SECONDS = 30
+VIEWPORT = (1366, 768)  # the first screen of a laptop: the answer has to be in it
+SCREENSHOT_COPY = Path("/tmp/report-first-viewport.png")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
 
@@ -67,6 +74,12 @@ class DevTools:
         if "exceptionDetails" in result:
             raise AssertionError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def open(self, path: Path) -> None:
+        """Load a page from disk and wait until it is loaded."""
+        self.events = [e for e in self.events if e.get("method") != "Page.loadEventFired"]
+        self.call("Page.navigate", url=path.as_uri())
+        self.wait_for("Page.loadEventFired")
 
     def errors(self) -> list[str]:
         found = []
@@ -195,3 +208,143 @@ def test_report_loads_from_disk_without_console_errors_and_its_table_sorts(
     (tmp_path / "report.png").write_bytes(png)
     assert png.startswith(b"\x89PNG")
     assert browser.errors() == []
+
+
+@pytest.fixture(scope="module")
+def change_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The installed server against itself with max_block_size 8192 on the patched side:
+    filters over a MergeTree table get 10-15% slower (tests/data/report_browser); profiled,
+    so that the pages link flame graphs."""
+    return _real_run(
+        tmp_path_factory.mktemp("change") / "out",
+        "--patched-config", str(REPO / "overlays" / "max_block_size_8192"),
+        "--profile-all", "--profile-seconds", "1",
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def aa_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _real_run(tmp_path_factory.mktemp("aa") / "out", "--aa", "--no-profile")
+
+
+def _real_run(out: Path, *options: str) -> Path:
+    server = engine_binary("18.16")
+    side: tuple[str, ...] = () if "--aa" in options else ("--patched", str(server))
+    result = run_chperf(
+        ["run", "--tests", str(DATA / "report_browser"), "--runs", "7", "--out", str(out),
+         "--reference", str(server), *side, *options]
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    return out
+
+
+PAGE = """
+(() => {
+  const ids = [...document.querySelectorAll("[id]")].map(e => e.id);
+  const links = [...document.querySelectorAll("[href]")].map(e => e.getAttribute("href"));
+  const sections = {};
+  document.querySelectorAll("article.details").forEach(a => {
+    sections[a.id] = a.querySelector("h2").textContent; });
+  return {ids: ids, links: links, sections: sections};
+})()
+"""
+FIRST_SCREEN = """
+(() => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  const row = document.querySelector("#changes-table tbody tr");
+  return {
+    scroll: window.scrollY, width: window.innerWidth, height: window.innerHeight,
+    status: box(document.getElementById("status")),
+    counts: box(document.getElementById("counts")),
+    changes: box(document.querySelector("#changes h2")),
+    row: row ? box(row) : null,
+    effect: row ? box(row.cells[2]) : null,
+  };
+})()
+"""
+QUERY_ROWS = """
+[...document.getElementById("all-table").tBodies[0].rows].map(r => ({
+  test: r.cells[0].textContent, index: r.cells[1].querySelector("a").textContent,
+  href: r.cells[1].querySelector("a").getAttribute("href")}))
+"""
+
+
+def _within(box: dict[str, float], width: int, height: int) -> bool:
+    return (
+        box["top"] >= 0 and box["bottom"] <= height and box["left"] >= 0 and box["right"] <= width
+    )
+
+
+def _check_pages(browser: DevTools, report: Path) -> dict[str, Any]:
+    """Open the report and every page it links; every link and anchor of each resolves, and
+    each query's row leads to its own details page. The report's first screen, measured."""
+    report = report.resolve()
+    browser.call("Emulation.setDeviceMetricsOverride", width=VIEWPORT[0], height=VIEWPORT[1],
+                 deviceScaleFactor=1, mobile=False)  # fmt: skip
+    browser.open(report)
+    first = browser.evaluate(FIRST_SCREEN)
+    rows = browser.evaluate(QUERY_ROWS)
+    pages: dict[Path, dict[str, Any]] = {report: browser.evaluate(PAGE)}
+    for row in rows:
+        target, _, section = row["href"].partition("#")
+        page = (report.parent / target).resolve()
+        assert page.parent.name == "details" and page.is_file() and section, row
+        if page not in pages:
+            browser.open(page)
+            pages[page] = browser.evaluate(PAGE)
+        heading = pages[page]["sections"].get(section, "")
+        assert f"{row['test']} · query {row['index']}" in heading, row
+    for page, found in pages.items():
+        ids = found["ids"]
+        assert len(ids) == len(set(ids)), f"{page.name}: duplicate ids"
+        for link in found["links"]:
+            assert not urllib.parse.urlparse(link).scheme, f"{page.name}: {link} is not local"
+            target, _, fragment = link.partition("#")
+            file = (page.parent / urllib.parse.unquote(target)).resolve() if target else page
+            assert file.is_file(), f"{page.name}: {link}"
+            if fragment and file.suffix == ".html":
+                assert fragment in pages[file]["ids"], f"{page.name}: {link}"
+    assert browser.errors() == []
+    return {"first": first, "rows": rows, "pages": len(pages)}
+
+
+def test_real_change_report_leads_with_the_changes_and_every_page_resolves(
+    tmp_path: Path, browser: DevTools, change_run: Path
+) -> None:
+    browser.call("Runtime.enable")
+    browser.call("Log.enable")
+    browser.call("Page.enable")
+    checked = _check_pages(browser, change_run / "report.html")
+    summary = json.loads((change_run / "summary.json").read_text())
+    assert len(checked["rows"]) == len(summary["queries"])
+    changed = [q for q in summary["queries"] if q["verdict"] in ("slower", "faster")]
+    assert changed, "the max_block_size overlay changed no query: nothing to look at"
+    first = checked["first"]
+    assert first["scroll"] == 0 and (first["width"], first["height"]) == VIEWPORT
+    for part in ("status", "counts", "row", "effect"):
+        assert _within(first[part], *VIEWPORT), (part, first)
+
+    browser.open(change_run / "report.html")
+    shot = browser.call("Page.captureScreenshot", format="png")
+    png = base64.b64decode(shot["data"])
+    assert png.startswith(b"\x89PNG")
+    (tmp_path / "report-first-viewport.png").write_bytes(png)
+    SCREENSHOT_COPY.write_bytes(png)
+    assert browser.errors() == []
+
+
+def test_real_aa_report_says_so_on_the_first_screen_and_every_page_resolves(
+    browser: DevTools, aa_run: Path
+) -> None:
+    browser.call("Runtime.enable")
+    browser.call("Log.enable")
+    browser.call("Page.enable")
+    checked = _check_pages(browser, aa_run / "report.html")
+    summary = json.loads((aa_run / "summary.json").read_text())
+    assert len(checked["rows"]) == len(summary["queries"])
+    first = checked["first"]
+    for part in ("status", "counts", "changes"):
+        assert _within(first[part], *VIEWPORT), (part, first)
+    if first["row"] is not None:  # an A/A may find a change; it is then on the first screen
+        assert _within(first["row"], *VIEWPORT), first

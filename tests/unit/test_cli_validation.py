@@ -269,9 +269,9 @@ def test_a_query_too_few_runs_could_decide_is_inconclusive_never_unstable(
         ("t", "1"): "inconclusive",
     }
     assert "5 pairs cannot reach the 1% level" in rows[("t", "0")][3]
-    # Not failing, as documented (README, "Verdicts"); what the check says is in the status.
-    assert code == ExitCode.OK
-    assert "chperf: success: 2 inconclusive" in capsys.readouterr().err
+    # Not failing, but never green either (README, "Verdicts"): nothing was judged.
+    assert code == ExitCode.INCOMPLETE
+    assert "chperf: incomplete: 2 inconclusive" in capsys.readouterr().err
 
 
 # --- compare and report need a run -----------------------------------------------------------

@@ -263,3 +263,23 @@ def test_runs_grouped_in_chdb_give_the_same_evidence_as_reading_line_by_line(
         grouped = gather(out, engine, grouped_from=0)
     assert grouped == careful
     assert bool(damage) == bool(careful.problems or any(q.problems for q in careful.queries))
+
+
+def test_a_run_measured_on_one_side_only_counts_there_and_in_no_pair_on_both_paths(
+    tmp_path: Path,
+) -> None:
+    from compare.engine import SqlEngine
+    from compare.evidence import gather
+    from tests.runs import STEADY_7, write_artifacts
+
+    out = write_artifacts(tmp_path / "run", {0: (STEADY_7, STEADY_7[::-1])})
+    with (out / "runs.tsv").open("a") as f:
+        f.write("t\t0\treference\t7\tt-0-7\t0.5\t1\t1.0\n")  # no patched run 7
+    careful = gather(out)
+    with SqlEngine() as engine:
+        grouped = gather(out, engine, grouped_from=0)
+    assert grouped == careful
+    samples = careful.client_time[("t", 0)]
+    assert len(samples.reference) == 8 and len(samples.patched) == 7
+    assert len(samples.pairs) == len(samples.processes) == 7
+    assert 0.5 not in [r for r, _ in samples.pairs]

@@ -120,16 +120,20 @@ def test_compare_prints_hostile_test_names_and_server_messages_on_safe_lines(
 
 def test_ci_annotations_escape_hostile_test_names_within_one_command(hostile_run: Path) -> None:
     assert run_module("chperf", "compare", str(hostile_run)).returncode == 1
-    done = run_module("ci", "summary", str(hostile_run), "--annotations")
-    assert done.returncode == 1
+    done = run_module("ci", "annotations", str(hostile_run))
+    assert done.returncode == 0, done.stderr
     assert_safe_lines(done.stderr)
-    (annotation,) = done.stdout.splitlines()
-    assert annotation.isprintable(), repr(annotation)
-    escaped = "\\x1b[2Jevil%0A%3A%3Aerror%3A%3Ax"  # % escapes of GitHub, then visible ones
-    assert annotation.startswith(f"::error file={escaped}.xml,title={escaped} query 0 is 1.5")
-    properties, message = annotation[len("::error ") :].split("::")
-    assert [p.split("=")[0] for p in properties.split(",")] == ["file", "title"]
-    assert message.startswith("median 100 ms on reference")
+    slower, partial = done.stdout.splitlines()  # one annotation per changed or broken query
+    # GitHub's % escapes of ":" (a space keeps a "::" from forming), the newline shown as " | "
+    escaped = "\\x1b[2Jevil | %3A %3Aerror%3A %3Ax"
+    for annotation in (slower, partial):
+        assert annotation.isprintable(), repr(annotation)
+        properties, message = annotation.split(" ", 1)[1].split("::")
+        assert [p.split("=")[0] for p in properties.split(",")] == ["file", "title"]
+        assert message.isprintable() and "\n" not in message
+    assert slower.startswith(f"::error file={escaped}.xml,title={escaped} query 0 is slower")
+    assert slower.split("::")[2].startswith("99%25 CI 1.46")
+    assert partial.startswith(f"::warning file={escaped}.xml,title={escaped} query 1 is partial")
 
 
 def test_progress_lines_show_hostile_test_and_query_names_on_one_safe_line() -> None:

@@ -35,6 +35,7 @@ from artifacts.tables import (
 from artifacts.tsv import Table, read_table, write_table
 from artifacts.verdicts import METRICS_FILE, VERDICTS_FILE, read_metrics, read_verdicts
 from ci import summary as ci_summary
+from ci.links import ReportLinks
 from report import render_report, synthetic
 from tests.conftest import REPO, run_chperf
 from tests.fuzz import FUZZ, memory_cap, mutated, tokens
@@ -197,7 +198,7 @@ def test_report_and_ci_summary_of_damaged_json_artifacts_go_on_or_raise_chperf_e
         with memory_cap():
             try:
                 assert render_report(out).path.exists()
-                ci_summary.write(out, ci_summary.SummaryOptions())
+                ci_summary.write(out, ReportLinks(hosted_url="https://ci.example/r/"))
             except ChperfError as e:
                 assert name in str(e) or str(out) in str(e), str(e)
 

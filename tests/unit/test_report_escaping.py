@@ -66,5 +66,27 @@ def test_hostile_names_never_reach_attributes_unescaped(tmp_path: Path) -> None:
 def test_hostile_error_messages_render_as_text(tmp_path: Path) -> None:
     _, parsed = _render(tmp_path)
     text = "".join(parsed.text)
-    assert f"Unknown identifier: lower_utf8 {BOLD}" in text
-    assert f"exited with code 139 during {HOSTILE_TEST} query 1" in text
+    assert f"exited with code 139 during {HOSTILE_TEST} query 1" in text  # a run problem
+    pages = "".join(_text_of(p) for p in (tmp_path / "out" / "details").iterdir())
+    assert f"Unknown identifier: lower_utf8 {BOLD}" in pages  # on the query's details page
+
+
+def test_detail_pages_show_hostile_names_queries_and_errors_as_text(tmp_path: Path) -> None:
+    _render(tmp_path)
+    pages = sorted((tmp_path / "out" / "details").iterdir())
+    hostile = [p for p in pages if HOSTILE_TEST in _text_of(p)]
+    assert len(hostile) == 1  # the page of the test's four queries
+    assert _text_of(hostile[0]).count(f"{HOSTILE_TEST} · query") == 4
+    for page in pages:
+        parsed = _Elements()
+        parsed.feed(page.read_text(encoding="utf-8"))
+        assert "script" not in parsed.tags and "b" not in parsed.tags, page.name
+        assert not any(a.startswith("on") for a in parsed.attributes), page.name
+    partial = "".join(p.read_text(encoding="utf-8") for p in hostile)
+    assert "Unknown identifier: lower_utf8 &lt;b&gt;x&lt;/b&gt;" in partial
+
+
+def _text_of(page: Path) -> str:
+    parsed = _Elements()
+    parsed.feed(page.read_text(encoding="utf-8"))
+    return "".join(parsed.text)

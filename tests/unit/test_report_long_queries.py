@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from report import synthetic
-from report.display import MAX_QUERY_CHARS
+from report.display import MAX_QUERY_CHARS, MAX_ROW_QUERY_CHARS
 from tests.conftest import run_chperf
 
 HUGE = 3 * 1024 * 1024  # characters of the long query; the report holds each text 2-3 times
@@ -40,9 +40,17 @@ def test_a_huge_query_is_cut_in_the_report_and_written_whole_next_to_it(tmp_path
     assert sorted((out / href).read_text(encoding="utf-8") for href in full) == sorted(
         q.sql for q in long_queries
     )
-    assert f"the first {MAX_QUERY_CHARS:,} of {len(long_queries[0].sql):,} characters" in html
-    for q in long_queries:
-        assert q.sql[:MAX_QUERY_CHARS] + "…" in html and q.sql[: MAX_QUERY_CHARS + 1] not in html
+    pages = [p.read_text(encoding="utf-8") for p in sorted((out / "details").iterdir())]
+    for q in long_queries:  # each details page says how much of its query it shows
+        cut = f"the first {MAX_QUERY_CHARS:,} of {len(q.sql):,} characters"
+        assert sum(cut in page for page in pages) == 1
+    assert sum(f'href="../{href}"' in page for page in pages for href in full) == 2
+    details = "".join(pages)
+    for q in long_queries:  # the tables hold a line of it, the details page 64 KiB
+        assert q.sql[:MAX_ROW_QUERY_CHARS] + "…" in html
+        assert q.sql[: MAX_ROW_QUERY_CHARS + 1] not in html
+        assert q.sql[:MAX_QUERY_CHARS] + "…" in details
+        assert q.sql[: MAX_QUERY_CHARS + 1] not in details
 
 
 def test_queries_within_the_limit_are_shown_whole_and_get_no_file(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ from report.flamegraph import FlameGraphs
 from report.inputs import load_inputs
 from report.view import build_report
 
-SECTION_ORDER = ["problems", "changes", "unstable", "failed", "skipped", "tests", "all"]
+# The answer first: the changes, then what else needs a look; method and machine last.
+SECTION_ORDER = ["changes", "problems", "unstable", "failed", "skipped", "tests", "all", "method"]
 
 
 class _Ids(HTMLParser):
@@ -62,11 +63,16 @@ def test_sections_come_in_the_order_of_the_issue(small_run: Path) -> None:
     assert _parse(html).sections == SECTION_ORDER
 
 
-def test_every_internal_link_has_a_target(small_run: Path) -> None:
+def test_every_link_has_a_target_and_every_query_a_details_page(small_run: Path) -> None:
     parsed = _parse(render_report(small_run).path.read_text())
     targets = {h[1:] for h in parsed.hrefs if h.startswith("#")}
     assert targets - set(parsed.ids) == set()
     assert len(parsed.ids) == len(set(parsed.ids)), "ids are unique"
+    files = {h.partition("#")[0] for h in parsed.hrefs if not h.startswith("#")}
+    assert sorted(f for f in files if not (small_run / f).is_file()) == []
+    details = {h for h in parsed.hrefs if h.startswith("details/")}
+    assert len(details) == 7  # every query of the run has its details
+    assert len({h.partition("#")[0] for h in details}) == 2  # on a page per test
 
 
 def test_status_line_repeats_summary_and_links_to_the_first_problem(small_run: Path) -> None:
@@ -85,14 +91,20 @@ def test_changed_queries_show_ratio_diff_threshold_and_run_plot(small_run: Path)
     slower, faster = report.changes
     assert (slower.test, slower.query_index, slower.verdict) == ("sum", 0, "slower")
     assert (slower.ratio, slower.diff, slower.threshold) == ("1.32x slower", "+32.0%", "4.0%")
+    assert slower.change == "1.32x slower (+32.0%)"  # ratio and percent of one estimate
     assert (slower.reference, slower.patched, slower.runs) == ("100 ms", "132 ms", "7")
     assert faster.ratio == "2.00x faster" and faster.diff == "−50.0%"
-    assert slower.plot is not None and slower.plot.count("h0") == 14  # a dot per run
+    (detail,) = [d for page in report.details for d in page.queries if d.query == slower]
+    assert detail.plot is not None
+    runs = re.search(r'class="runs reference" d="([^"]*)"', detail.plot)
+    assert runs is not None and runs.group(1).count("h0") == 7  # a dot per run
 
 
 def test_metrics_are_ordered_by_largest_significant_change(small_run: Path) -> None:
     report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
-    metrics = report.changes[0].metrics
+    first = report.changes[0]
+    (detail,) = [d for page in report.details for d in page.queries if d.query == first]
+    metrics = detail.metrics
     assert [m.metric for m in metrics] == [
         "server_time",
         "RealTimeMicroseconds",
@@ -228,3 +240,51 @@ def test_server_panel_lists_every_process_of_each_side(small_run: Path) -> None:
     assert "pid 4242" in text and "pid 4243" in text
     assert "incidents died during run 3 of sum #0; restarted" in text
     assert "/tmp/<b>x</b>" not in html and "/tmp/&lt;b&gt;x&lt;/b&gt;" in html
+
+
+def test_the_answer_comes_first_and_the_method_last_collapsed(small_run: Path) -> None:
+    html = render_report(small_run).path.read_text()
+    order = ['id="status"', 'id="counts"', 'id="changes-table"', 'id="problems"', 'id="all"']
+    positions = [html.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    method = html[html.index('<section id="method">') :]
+    for collapsed in ("method-verdicts", "thresholds", "servers", "options", "profiling"):
+        assert f'<details id="{collapsed}">' in method
+    assert 'id="machine"' in method  # without monitor.tsv: a line saying there are no samples
+    assert "Hodges-Lehmann" in method and "Hodges-Lehmann" not in html[: -len(method)]
+    assert "<caption>reference server</caption>" in method  # servers are at the end
+
+
+def test_counts_per_verdict_link_to_where_those_queries_are(small_run: Path) -> None:
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    assert [(c.verdict, c.count, c.href) for c in report.counts] == [
+        ("slower", 1, "#changes"),
+        ("faster", 1, "#changes"),
+        ("unstable", 1, "#unstable"),
+        ("partial", 1, "#failed"),
+        ("error", 1, "#failed"),
+        ("unchanged", 2, "#all"),
+    ]
+
+
+def test_changes_are_sorted_slower_first_each_by_the_size_of_the_change(tmp_path: Path) -> None:
+    def spec(index: int, verdict: str, patched: float) -> synthetic.QuerySpec:
+        return synthetic.QuerySpec("t", index, f"SELECT {index}", verdict, "r", 0.1, patched, 0.02)
+
+    specs = [spec(0, "faster", 0.09), spec(1, "slower", 0.11), spec(2, "faster", 0.05),
+             spec(3, "slower", 0.15), spec(4, "unchanged", 0.1)]  # fmt: skip
+    synthetic.write_run(tmp_path, specs)
+    report = build_report(load_inputs(tmp_path), FlameGraphs({}, ()), (), "now")
+    assert [q.query_index for q in report.changes] == [3, 1, 2, 0]
+
+
+def test_without_problems_there_is_no_problems_section_link_or_first_problem(
+    tmp_path: Path,
+) -> None:
+    synthetic.write_run(tmp_path, synthetic.small_specs())  # no errors.tsv rows of the run
+    result = render_report(tmp_path)
+    assert result.problems == ()
+    html = result.path.read_text()
+    assert 'id="problems"' not in html and 'href="#problems"' not in html
+    assert "first problem" not in html
+    assert _parse(html).sections == [s for s in SECTION_ORDER if s != "problems"]

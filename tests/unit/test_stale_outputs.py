@@ -43,7 +43,14 @@ def present(out: Path, names: tuple[str, ...]) -> list[str]:
 def test_a_compare_that_fails_leaves_none_of_the_previous_outputs(judged: Path) -> None:
     damage_runs(judged)
     assert chperf("compare", str(judged)) == ExitCode.BAD_INPUT
-    assert present(judged, (*COMPARE_OUTPUTS, "report.html", *CI_OUTPUTS)) == []
+    assert present(judged, (*COMPARE_OUTPUTS, "report.html", "details", *CI_OUTPUTS)) == []
+
+
+def test_the_details_pages_go_with_the_report_they_belong_to(judged: Path) -> None:
+    assert any((judged / "details").iterdir())  # the report wrote them
+    damage_runs(judged)
+    assert chperf("report", str(judged)) == ExitCode.BAD_INPUT
+    assert present(judged, ("report.html", "details")) == []
 
 
 def test_a_report_that_fails_leaves_no_previous_report(judged: Path) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from compare.paired import PAIRED
 from compare.randomization import SeriesStats
 from compare.stopping import StopDecision, StopRule, hold_for_interference, should_stop
 
@@ -80,38 +81,62 @@ def test_an_extended_query_runs_to_40_or_its_budget_without_further_looks() -> N
 
 def test_without_an_unstable_threshold_nothing_is_extended() -> None:
     rule = StopRule(unstable_threshold=None)
-    assert rule.extended_runs == rule.max_runs == 25
-    assert should_stop(rule, 25, 1.0, stats(0.0, 0.11)).stop
+    assert rule.extended_runs == rule.max_runs == 24
+    assert should_stop(rule, 24, 1.0, stats(0.0, 0.11)).stop
 
 
-def test_the_defaults_look_after_every_run_from_7_to_the_cap_not_while_extended() -> None:
+def test_the_defaults_look_after_every_whole_block_from_6_to_the_cap_not_while_extended() -> None:
     from compare.stopping import is_checkpoint
 
     rule = StopRule()
-    assert (rule.min_runs, rule.max_runs, rule.extended_runs) == (7, 25, 40)
-    assert [n for n in range(1, 41) if is_checkpoint(rule, n)] == list(range(7, 26))
+    assert (rule.min_runs, rule.max_runs, rule.extended_runs) == (6, 24, 40)
+    assert [n for n in range(1, 41) if is_checkpoint(rule, n)] == list(range(6, 25, 2))
+    # Any bounds: every second run from min_runs, and max_runs itself; the extension ends on a
+    # whole block too.
     other = StopRule(min_runs=5, max_runs=20)
-    assert [n for n in range(1, 33) if is_checkpoint(other, n)] == list(range(5, 21))
-    assert "extended to 40 runs" in should_stop(rule, 25, 5.0, stats(0.0, 0.11)).reason
+    assert [n for n in range(1, 33) if is_checkpoint(other, n)] == [5, 7, 9, 11, 13, 15, 17, 19, 20]
+    assert other.extended_runs == 32
+    assert "extended to 40 runs" in should_stop(rule, 24, 5.0, stats(0.0, 0.11)).reason
+
+
+def test_an_interval_over_whole_blocks_is_narrower_than_with_half_a_block_more() -> None:
+    """Why the looks come at whole blocks: the paired interval at 2b + 1 pairs has the
+    critical rank of 2b pairs and one more cross difference, so it is wider on the same noise
+    (median T over 400 simulated queries a count, normal noise of 5% a run)."""
+    import numpy as np
+
+    from compare.blocked import blocked_stats
+
+    rng = np.random.default_rng(3)
+
+    def median_t(pairs: int) -> float:
+        found = []
+        for _ in range(400):
+            times = np.exp(rng.normal(0.0, 0.05, (pairs, 2)))
+            found.append(blocked_stats([tuple(t) for t in times.tolist()]).threshold_log)
+        return float(np.median(found))
+
+    for even in (6, 8, 10):
+        assert median_t(even) < median_t(even + 1)
 
 
 @pytest.mark.parametrize(
     ("runs", "diff", "threshold", "stop"),
     [
-        # At 9 of 25 runs: T at 25 runs is 0.6 T, D's spread there 0.48 T / 2.576 = 0.186 T.
-        # A change then needs |D| >= max(0.6 T, 5%); futile when |D| + 1.2816 * 0.186 T is
+        # At 9 of 25 runs: T at 25 runs is 0.6 T, D's spread there 0.48 T / 3 = 0.16 T.
+        # A change then needs |D| >= max(0.6 T, 5%); futile when |D| + 1.2816 * 0.16 T is
         # below that.
-        (9, 0.01, 0.06, True),  # 1% + 1.43% < 5%
-        (9, -0.02, 0.05001, True),  # 2% + 1.19% < 5%
-        (9, 0.035, 0.06, True),  # 3.5% + 1.43% = 4.93%: just below 5%
-        (9, 0.04, 0.06, False),  # 4% + 1.43% reaches the minimum effect: run on
-        (9, 0.02, 0.095, True),  # need 5.7% (T at 25 runs): 2% + 2.26% is below it
-        (9, 0.04, 0.095, False),  # 4% + 2.26% reaches 5.7%: run on
+        (9, 0.01, 0.06, True),  # 1% + 1.23% < 5%
+        (9, -0.02, 0.05001, True),  # 2% + 1.03% < 5%
+        (9, 0.0375, 0.06, True),  # 3.75% + 1.23% = 4.98%: just below 5%
+        (9, 0.04, 0.06, False),  # 4% + 1.23% reaches the minimum effect: run on
+        (9, 0.02, 0.095, True),  # need 5.7% (T at 25 runs): 2% + 1.95% is below it
+        (9, 0.04, 0.095, False),  # 4% + 1.95% reaches 5.7%: run on
         (9, 0.0, 0.10, False),  # T at the unstable threshold: run on, it may come below
         (9, 0.07, 0.08, False),  # |D| above the minimum effect: never futile
-        # At 20 runs T at 25 is 0.894 T and the spread 0.4 * 0.07 / 2.576 = 1.09%:
-        (20, 0.035, 0.07, True),  # 3.5% + 1.39% < 6.26%
-        (20, 0.05, 0.07, False),  # 5% + 1.39% reaches 6.26%
+        # At 20 runs T at 25 is 0.894 T and the spread 0.4 * 0.07 / 3 = 0.93%:
+        (20, 0.035, 0.07, True),  # 3.5% + 1.2% < 6.26%
+        (20, 0.052, 0.07, False),  # 5.2% + 1.2% reaches 6.26%
     ],
 )
 def test_a_query_above_the_target_settles_when_a_change_is_out_of_reach(
@@ -130,9 +155,9 @@ def test_futility_uses_the_spread_of_the_runs_still_to_come() -> None:
     series = stats(0.03, 0.07)
     early = should_stop(RULE, 7, 1.0, series)
     late = should_stop(RULE, 24, 1.0, series)
-    assert early.stop  # 3% + 1.2816 * 0.07 / 2.576 * sqrt(7 * 18) / 25 = 3.78% < 5%
+    assert early.stop  # 3% + 1.2816 * 0.07 / 3 * sqrt(7 * 18) / 25 = 3.34% < 5%
     series = stats(0.04, 0.07)
-    assert not should_stop(RULE, 12, 1.0, series).stop  # 4% + 1.74% > 5%
+    assert not should_stop(RULE, 12, 1.0, series).stop  # 4% + 1.49% > 5%
     assert should_stop(RULE, 24, 1.0, series).stop  # 4% + 0.68% < max(6.86%, 5%)
     assert "out of reach" in late.reason
 
@@ -300,10 +325,13 @@ def test_a_d_beyond_t_and_the_minimum_effect_that_one_process_set_misses_settles
     decision = should_stop(RULE, 14, 1.0, series)
     assert decision.stop
     assert "settled at the boundary" in decision.reason
-    # Below the minimum effect, a D beyond T is still exempt: the change may be larger.
+    # Below the minimum effect, the pooled method's D beyond T is still exempt: the change
+    # may be larger. The paired statistic's is not: its T is the distance to its interval.
     below = dataclasses.replace(series, diff=0.046, process_diffs=(0.05, 0.042))
     assert below.beyond_threshold
     assert not should_stop(RULE, 14, 1.0, below).stop
+    paired = dataclasses.replace(below, method=PAIRED)
+    assert "settled at the boundary" in should_stop(RULE, 14, 1.0, paired).reason
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,19 @@ class SqlEngine:
         text = bytes(result.bytes()).decode("utf-8")
         return [json.loads(line) for line in text.splitlines() if line]
 
+    def binary(self, name: str, params: Params | None = None) -> bytes:
+        """The rows of compare/<name> in ClickHouse's RowBinary layout, for numpy to read."""
+        try:
+            result = self._session.query(  # type: ignore[no-untyped-call]
+                sql_text(name), "RowBinary", params=_as_strings(params or {})
+            )
+        except Exception as e:  # chDB raises its own exception types for every SQL error
+            raise InfrastructureError(
+                f"chDB failed running compare/{name}: {_shorten(str(e))}",
+                hint="this is a bug in chperf's compare SQL; rerun with -v and report it",
+            ) from e
+        return bytes(result.bytes())
+
     def rows(self, name: str, params: Params | None = None) -> list[list[str]]:
         """The TSV rows of compare/<name> as raw fields: `\\N` is NULL and strings still carry
         TSV escapes (artifacts/tsv.py unescape)."""

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from artifacts.errors import InfrastructureError
 from artifacts.tables import (
     ERRORS,
     PATCHED,
@@ -37,8 +36,8 @@ from artifacts.tables import (
     TestRow,
 )
 from artifacts.tsv import ReadProblem, TableContents, read_table
-from artifacts.values import MAX_SECONDS
 from compare.engine import SqlEngine
+from compare.grouped_runs import read_grouped
 from compare.randomization import Samples
 from compare.verdict import Failure, QueryEvidence
 
@@ -116,50 +115,20 @@ def gather(
 def _add_runs_grouped(
     out: Path, engine: SqlEngine, queries: dict[QueryKey, _Query], grouped_from: int
 ) -> dict[str, int] | None:
-    """runs.tsv through chDB (runs_by_query.sql); None, with `queries` untouched, when the
-    file is missing, damaged or has anything the careful reader reports."""
+    """runs.tsv through chDB (compare/grouped_runs.py); None, with `queries` untouched, when
+    the file is missing, damaged or has anything the careful reader reports."""
     path = out / RUNS.file
     try:
         if path.stat().st_size < grouped_from:
             return None  # chDB's fixed cost (~0.15 s) is more than reading a small file
-        with path.open("rb") as f:
-            header = f.readline().decode("utf-8", errors="replace").rstrip("\n").split("\t")
-            f.seek(-1, 2)
-            if header != list(RUNS.columns) or f.read(1) != b"\n":
-                return None
-        engine.execute("DROP TABLE IF EXISTS runs_input", source="evidence.py")
-        engine.execute(
-            "CREATE TABLE runs_input ENGINE = Memory AS SELECT * FROM file("
-            "{runs:String}, 'TabSeparatedWithNames', {structure:String}) "
-            "SETTINGS input_format_allow_errors_num = 0",
-            {"runs": str(path), "structure": RUNS.chdb_structure()},
-            source="evidence.py",
-        )
-        rows = engine.json_rows("runs_by_query.sql", {"max_seconds": MAX_SECONDS})
-    except (OSError, InfrastructureError):
+    except OSError:
         return None
-    finally:
-        engine.execute("DROP TABLE IF EXISTS runs_input", source="evidence.py")
-    if not rows or any(row[1] == -1 and int(row[2]) != 0 for row in rows):
+    grouped = read_grouped(path, engine)
+    if grouped is None:
         return None
-    per_side = dict.fromkeys(SIDES, 0)
-    for test, index, _, ref_runs, ref_times, ref_processes, pat_runs, pat_times in rows:
-        if index == -1:
-            continue
-        reference = tuple(map(float, ref_times))
-        patched = tuple(map(float, pat_times))
-        if ref_runs == pat_runs:  # the usual case: every run on both sides
-            pairs = tuple(zip(reference, patched, strict=True))
-            processes = tuple(ref_processes)
-        else:
-            by_run = dict(zip(pat_runs, patched, strict=True))
-            kept = [i for i, run in enumerate(ref_runs) if run in by_run]
-            pairs = tuple((reference[i], by_run[ref_runs[i]]) for i in kept)
-            processes = tuple(ref_processes[i] for i in kept)
-        queries[(test, int(index))].samples = Samples(reference, patched, pairs, processes)
-        per_side[REFERENCE] += len(ref_runs)
-        per_side[PATCHED] += len(pat_runs)
-    return per_side
+    for key, samples in grouped.samples.items():
+        queries[key].samples = samples
+    return grouped.runs_per_side
 
 
 def _note_problems(

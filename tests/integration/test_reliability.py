@@ -256,7 +256,7 @@ def test_bad_tests_are_recorded_with_file_and_line_while_the_rest_runs(
     runs = read_table(out, RUNS).rows
     assert {r.server for r in runs if r.test == "good"} == {"reference", "patched"}
     problems = (out / "report.html").read_text()
-    problems = problems[problems.index('id="problems"') : problems.index('id="changes"')]
+    problems = problems[problems.index('id="problems"') : problems.index('id="unstable"')]
     for where in ("malformed.xml:4:", "unknown_placeholder.xml:8:", "empty_values.xml:5:",
                   "duplicate test name", "setup_fails_on_patched.xml:5:"):  # fmt: skip
         assert where in problems, where

@@ -309,15 +309,21 @@ def _check_pages(browser: DevTools, report: Path) -> dict[str, Any]:
     return {"first": first, "rows": rows, "pages": len(pages)}
 
 
+def _check_run(browser: DevTools, run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """_check_pages over a run's report, with a row in the report for every query of its
+    summary.json; the check and the summary."""
+    for domain in ("Runtime", "Log", "Page"):
+        browser.call(f"{domain}.enable")
+    checked = _check_pages(browser, run / "report.html")
+    summary: dict[str, Any] = json.loads((run / "summary.json").read_text())
+    assert len(checked["rows"]) == len(summary["queries"])
+    return checked, summary
+
+
 def test_real_change_report_leads_with_the_changes_and_every_page_resolves(
     tmp_path: Path, browser: DevTools, change_run: Path
 ) -> None:
-    browser.call("Runtime.enable")
-    browser.call("Log.enable")
-    browser.call("Page.enable")
-    checked = _check_pages(browser, change_run / "report.html")
-    summary = json.loads((change_run / "summary.json").read_text())
-    assert len(checked["rows"]) == len(summary["queries"])
+    checked, summary = _check_run(browser, change_run)
     changed = [q for q in summary["queries"] if q["verdict"] in ("slower", "faster")]
     assert changed, "the max_block_size overlay changed no query: nothing to look at"
     first = checked["first"]
@@ -337,12 +343,7 @@ def test_real_change_report_leads_with_the_changes_and_every_page_resolves(
 def test_real_aa_report_says_so_on_the_first_screen_and_every_page_resolves(
     browser: DevTools, aa_run: Path
 ) -> None:
-    browser.call("Runtime.enable")
-    browser.call("Log.enable")
-    browser.call("Page.enable")
-    checked = _check_pages(browser, aa_run / "report.html")
-    summary = json.loads((aa_run / "summary.json").read_text())
-    assert len(checked["rows"]) == len(summary["queries"])
+    checked, _ = _check_run(browser, aa_run)
     first = checked["first"]
     for part in ("status", "counts", "changes"):
         assert _within(first[part], *VIEWPORT), (part, first)

@@ -4,7 +4,8 @@ atomically by compare; the report, ci/ and the history upload read it through `r
 Format history (bump SUMMARY_SCHEMA_VERSION on incompatible changes):
   1 -- schema_version, status, message, counts, queries; then, additively: equivalence, fdr,
        calibration and per query p_value, ci_low, ci_high, equivalence, min_effect,
-       calibration; method; noise; per query process_diffs.
+       calibration; method; noise; per query process_diffs; protocols
+       (artifacts/protocols.py).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ class SummaryFile:
     missing: bool
 
 
+# One encoder for every query line: json.dumps with any non-default option builds a new one
+# per call, which cost more than the encoding.
+_ONE_LINE = json.JSONEncoder(allow_nan=False)
+
+
 def summary_json(document: Mapping[str, Any]) -> str:
     """Indented, except each query, which is one line: readable, diffable, and written by
     json's C encoder (indenting all of 3,000 queries takes the slow pure-Python one)."""
@@ -92,7 +98,8 @@ def summary_json(document: Mapping[str, Any]) -> str:
     head = json.dumps({**document, "queries": []}, indent=2, allow_nan=False)
     if not queries:
         return head + "\n"
-    lines = ",\n".join("    " + json.dumps(q, allow_nan=False) for q in queries)
+    encode = _ONE_LINE.encode
+    lines = ",\n".join("    " + encode(q) for q in queries)
     return head[: -len("[]\n}")] + "[\n" + lines + "\n  ]\n}\n"
 
 

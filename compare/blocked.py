@@ -27,7 +27,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import count
+from itertools import chain, count
 from typing import TypeVar
 
 import numpy as np
@@ -237,18 +237,18 @@ def _pairs_array(
 ) -> np.ndarray:
     """Built from flat lists in one go: a numpy call per series cost more than the query."""
     sizes = np.array([len(series[key][0]) for key in keys], dtype=np.int64)
-    times: list[Pair] = []
     sets: list[int] = []
     for key, size in zip(keys, sizes.tolist(), strict=True):
-        pairs, processes = series[key]
-        times.extend(pairs)
+        processes = series[key][1]
         sets.extend(processes if len(processes) == size else [0] * size)
-    records = np.zeros(int(sizes.sum()), dtype=PAIR_RECORD)
+    total = int(sizes.sum())
+    records = np.zeros(total, dtype=PAIR_RECORD)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     records["series"] = np.repeat(np.arange(len(keys)), sizes)
     records["position"] = np.arange(len(records)) - starts
     records["process"] = sets
-    flat = np.asarray(times, dtype=np.float64).reshape(-1, 2)
+    times = chain.from_iterable(chain.from_iterable(series[key][0] for key in keys))
+    flat = np.fromiter(times, dtype=np.float64, count=2 * total).reshape(-1, 2)
     records["reference"] = flat[:, 0]
     records["patched"] = flat[:, 1]
     return records

@@ -2,8 +2,10 @@
 back in RowBinary, ordered so that each query's runs of a side are one stretch of rows, and
 become each query's Samples without a Python object per value until the end.
 
-Only for a clean file: when anything in it needs saying (runs_anomalies.sql), the caller reads
-it line by line, which names the line.
+Only for a clean file: when anything in it needs saying (a run recorded twice, a time not above
+0 or over MAX_SECONDS, nan included, an unknown server, a run on different process sets on the
+two sides), the caller reads it line by line, which names the line. These checks run in numpy on
+the rows chDB returns, not as queries of their own.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ QueryKey = tuple[str, int]
 
 # runs_by_query.sql's RowBinary rows
 RUN_RECORD = np.dtype(
-    [("key", "<u8"), ("patched", "u1"), ("run", "<i4"), ("time", "<f8"), ("process", "<i4")]
+    [("key", "<u8"), ("side", "u1"), ("run", "<i4"), ("time", "<f8"), ("process", "<i4")]
 )
 
 
@@ -49,23 +51,33 @@ def read_grouped(path: Path, engine: SqlEngine) -> GroupedRuns | None:
             {"runs": str(path), "structure": RUNS.chdb_structure()},
             source="grouped_runs.py",
         )
-        anomalies = engine.rows("runs_anomalies.sql", {"max_seconds": MAX_SECONDS})
-        if anomalies != [["0"]]:
-            return None
         keys = {int(k): (test, int(index)) for k, test, index in engine.json_rows("runs_keys.sql")}
         data = np.frombuffer(engine.binary("runs_by_query.sql"), dtype=RUN_RECORD)
     except (OSError, InfrastructureError, ValueError):
         return None
     finally:
         engine.execute("DROP TABLE IF EXISTS runs_input", source="grouped_runs.py")
-    if not len(data) or len(np.unique(data["key"])) != len(keys):
-        return None  # a key hash shared by two queries: never seen, but the careful way is sure
+    if not len(data) or len(np.unique(data["key"])) != len(keys) or _anomalous(data):
+        # a key hash shared by two queries was never seen, but the careful way is sure
+        return None
     return _grouped(data, keys)
 
 
-def _grouped(data: np.ndarray, keys: dict[int, QueryKey]) -> GroupedRuns:
-    """Stretches of one query and side, found at once; Python touches each stretch once."""
-    key, side = data["key"], data["patched"]
+def _anomalous(data: np.ndarray) -> bool:
+    """Rows the careful reader would report: an unknown server, a time not above 0 or over
+    MAX_SECONDS (nan included), or a run recorded twice (rows come sorted by query, side and
+    run, so a repeat is next to its first)."""
+    key, side, run, times = data["key"], data["side"], data["run"], data["time"]
+    if np.any(side > 1) or not np.all((times > 0) & (times <= MAX_SECONDS)):
+        return True
+    repeated = (key[1:] == key[:-1]) & (side[1:] == side[:-1]) & (run[1:] == run[:-1])
+    return bool(np.any(repeated))
+
+
+def _grouped(data: np.ndarray, keys: dict[int, QueryKey]) -> GroupedRuns | None:
+    """Stretches of one query and side, found at once; Python touches each stretch once.
+    None when a run is on different process sets on the two sides."""
+    key, side = data["key"], data["side"]
     changes = np.flatnonzero((key[1:] != key[:-1]) | (side[1:] != side[:-1])) + 1
     starts = np.concatenate(([0], changes)).tolist()
     ends = [*starts[1:], len(data)]
@@ -85,11 +97,15 @@ def _grouped(data: np.ndarray, keys: dict[int, QueryKey]) -> GroupedRuns:
         if ref_runs == pat_runs:  # the usual case: every run on both sides
             pairs = tuple(zip(reference, patched, strict=True))
             sets = tuple(processes[ref_start:ref_end])
+            if processes[pat_start:pat_end] != processes[ref_start:ref_end]:
+                return None
         else:
-            by_run = dict(zip(pat_runs, patched, strict=True))
+            by_run = dict(zip(pat_runs, range(pat_start, pat_end), strict=True))
             kept = [i for i, run in enumerate(ref_runs) if run in by_run]
-            pairs = tuple((reference[i], by_run[ref_runs[i]]) for i in kept)
+            pairs = tuple((reference[i], times[by_run[ref_runs[i]]]) for i in kept)
             sets = tuple(processes[ref_start + i] for i in kept)
+            if any(processes[by_run[ref_runs[i]]] != processes[ref_start + i] for i in kept):
+                return None
         samples[keys[k]] = Samples(reference, patched, pairs, sets)
     per_side = {
         REFERENCE: int(np.count_nonzero(side == 0)),

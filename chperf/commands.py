@@ -41,7 +41,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 failed = console_text(str(e))
                 print(f"chperf: comparing after the interrupt failed: {failed}", file=sys.stderr)
         raise
-    print(f"chperf: artifacts in {run_options.out}", file=sys.stderr)
+    print(f"chperf: artifacts in {console_text(str(run_options.out), 1000)}", file=sys.stderr)
     return analyze(run_options.out, options.compare_options(args))
 
 
@@ -80,7 +80,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
             )
     prepare_out_dir(args.out, args.force)
     merge.merge(shards, args.out)
-    print(f"chperf: merged {len(shards)} shards into {args.out}", file=sys.stderr)
+    print(
+        f"chperf: merged {len(shards)} shards into {console_text(str(args.out), 1000)}",
+        file=sys.stderr,
+    )
     return analyze(args.out, options.compare_options(args))
 
 
@@ -122,7 +125,7 @@ def _report(out: Path) -> ExitCode:
     rendered = render_report(out)
     for problem in rendered.problems:
         print(f"chperf: report: {console_text(problem, 1000)}", file=sys.stderr)
-    print(f"chperf: report in {rendered.path}", file=sys.stderr)
+    print(f"chperf: report in {console_text(str(rendered.path), 1000)}", file=sys.stderr)
     return ExitCode.CHECK_FAILED if rendered.problems else ExitCode.OK
 
 

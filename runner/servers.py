@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from artifacts.console import console_text
 from artifacts.errors import InfrastructureError
 from artifacts.tables import PATCHED, REFERENCE
 from runner.control import ControlClient
@@ -158,7 +159,10 @@ def started_server_sets(
             for process in processes:
                 process.stop()
             if keep_dir:
-                print(f"chperf: server directories kept in {root}", file=sys.stderr)
+                print(
+                    f"chperf: server directories kept in {console_text(str(root), 1000)}",
+                    file=sys.stderr,
+                )
             else:
                 shutil.rmtree(root, ignore_errors=True)
         finally:

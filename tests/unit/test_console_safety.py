@@ -146,3 +146,11 @@ def test_progress_lines_show_hostile_test_and_query_names_on_one_safe_line() -> 
     assert len(lines) == 2
     assert lines[0].startswith(f"[1/2] {SHOWN_TEST} query 0 (\\x3a:error::q\\x1b[2J): done")
     assert lines[1].startswith(f"[1/2] {SHOWN_TEST} query 1: profiling")
+
+
+def test_report_prints_a_hostile_out_path_on_safe_lines(hostile_run: Path) -> None:
+    out = hostile_run.rename(hostile_run.with_name(f"out{ANSI}\n::error::x"))
+    done = run_module("chperf", "report", str(out))
+    lines = assert_safe_lines(done.stderr)
+    [where] = [line for line in lines if line.startswith("chperf: report in ")]
+    assert where.endswith("out\\x1b[2J | ::error::x/report.html"), where

@@ -5,7 +5,9 @@ and renamed over the old one; a failed write is a WriteFailed naming the file (e
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
 from artifacts.errors import InfrastructureError
@@ -70,3 +72,22 @@ class Reserve:
             self._held = False
             with contextlib.suppress(OSError):  # a read-only directory: nothing to give back
                 self.path.unlink(missing_ok=True)
+
+
+class NotRegularFile(OSError):
+    """A named input that is a FIFO, a device, a socket or a directory: reading it could
+    block forever or never end."""
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file. Opened without blocking and checked before the
+    first read, so a FIFO in a test's place fails at once instead of waiting for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)

@@ -2,7 +2,9 @@
 
 Format history (the run's schema_version, artifacts/manifest.py):
   1 -- queries, runs, query_log, profile_events, errors, tests; then, compatibly: stops.tsv
-       (a missing one reads as "not recorded") and runs.tsv `process` (default 0).
+       (a missing one reads as "not recorded") and runs.tsv `process` (default 0);
+       load_blocks.tsv (artifacts/loadblocks.py); protocol_runs.tsv and protocol_problems.tsv
+       (artifacts/protocols.py); results.tsv (artifacts/results.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from artifacts.columns import NULL, Columns, read_columns
+from artifacts.loadblocks import LOAD_BLOCKS
+from artifacts.protocols import PROTOCOL_PROBLEMS, PROTOCOL_RUNS
+from artifacts.results import RESULTS
 from artifacts.tsv import Table, unescape
 from artifacts.values import SECONDS, seconds
 
@@ -176,6 +181,10 @@ ALL_TABLES: tuple[Table[Any], ...] = (
     TESTS,
     STOPS,
     MONITOR,
+    LOAD_BLOCKS,
+    PROTOCOL_RUNS,
+    PROTOCOL_PROBLEMS,
+    RESULTS,
 )
 
 

@@ -12,7 +12,13 @@ from artifacts.console import console_block, console_text
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.verdicts import read_verdicts
 from compare.compare import CompareOptions, compare_directory
-from runner.lint import LintProblem, MeasuredQuery, lint_paths, measured_problems
+from runner.lint import (
+    LintProblem,
+    MeasuredQuery,
+    lint_paths,
+    measured_problems,
+    result_problems,
+)
 from runner.options import RunOptions
 from runner.profiler import ProfileOptions
 from runner.run import run
@@ -47,7 +53,7 @@ def measure_problems(paths: Sequence[Path]) -> list[LintProblem]:
             )
             for v in read_verdicts(out).rows
         ]
-        return measured_problems(measured, locations)
+        return measured_problems(measured, locations) + result_problems(tests, out)
 
 
 def lint_main(paths: list[Path], measure: bool, timings: Path | None = None) -> int:

@@ -94,6 +94,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         shard=shard_selection(args, tests),
         pin=args.pin_cpu,
         redraw_progress=sys.stderr.isatty() and "NO_COLOR" not in os.environ,
+        check_results=not args.no_result_check,
     )
 
 

@@ -143,6 +143,11 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"adaptive: most runs per side before an extension (default {StopRule.max_runs})",
     )
+    p.add_argument(
+        "--no-result-check",
+        action="store_true",
+        help="do not hash the prewarm results to compare them between the servers",
+    )
     profile = p.add_mutually_exclusive_group()
     profile.add_argument("--profile-all", action="store_true", help="profile every query")
     profile.add_argument("--no-profile", action="store_true", help="no profile runs")

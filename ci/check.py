@@ -15,13 +15,16 @@ from typing import Any
 from artifacts.console import console_text
 from artifacts.errors import ExitCode
 from artifacts.manifest import load_manifest
+from artifacts.results import ResultProblem, read_result_problems
 from artifacts.summary import SummaryQuery, read_summary
 from artifacts.tables import TESTS
 from artifacts.tsv import read_table
+from ci.loadlines import LoadLine, read_load_lines
 
 # The order of the changes: what needs attention first.
 LISTED_VERDICTS = ("slower", "partial", "error", "faster")
 NOISY_VERDICTS = ("unstable", "inconclusive")
+WRONG_RESULT = "wrong result"  # compare.results.ResultStatus.WRONG: fails the check
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class CheckSummary:
     changed: tuple[QueryLine, ...]  # LISTED_VERDICTS, in that order, biggest change first
     unstable: tuple[QueryLine, ...]
     servers: str  # one line about the two servers and the runs
+    # queries whose patched result differs from the reference's (artifacts/results.py)
+    wrong_results: tuple[ResultProblem, ...] = ()
+    load: tuple[LoadLine, ...] = ()  # load-test levels (ci/loadlines.py)
 
 
 _TITLES = {
@@ -89,6 +95,8 @@ def load(out: Path, exit_code: int = 0) -> CheckSummary:
         changed=tuple(_ordered([q for q in lines if q.verdict in LISTED_VERDICTS])),
         unstable=tuple(q for q in lines if q.verdict in NOISY_VERDICTS),
         servers=_servers(manifest),
+        wrong_results=tuple(p for p in read_result_problems(out) if p.status == WRONG_RESULT),
+        load=read_load_lines(out),
     )
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from artifacts.results import ResultProblem, SideResult
 from ci.check import CheckSummary, QueryLine, markdown_cell, status_line
 from ci.links import REPORT_PAGE, ReportLinks
+from ci.loadlines import load_table
 from report.display import MISSING, change, ratio_interval
 
 MARKER = "<!-- chperf:perf-check -->"  # finds the comment again, to update it in place
@@ -21,8 +23,11 @@ NOISY_NAMES = 30  # unstable and inconclusive queries named in the job summary
 def comment(s: CheckSummary, links: ReportLinks) -> str:
     """The PR comment (summary.md): starts with the marker."""
     parts = [MARKER, f"### {markdown_cell(status_line(s))}", ""]
+    if s.wrong_results:
+        parts += wrong_results_table(s.wrong_results, COMMENT_ROWS)
     if s.changed:
         parts += changes_table(s.changed, links, COMMENT_ROWS)
+    parts += load_table(s.load, markdown_cell, notable_only=True)
     parts.append(links_line(links))
     return _joined(parts)
 
@@ -32,8 +37,11 @@ def job_summary(s: CheckSummary, links: ReportLinks) -> str:
     parts = [f"### {markdown_cell(status_line(s))}", ""]
     if s.servers:
         parts += [s.servers, ""]
+    if s.wrong_results:
+        parts += wrong_results_table(s.wrong_results, SUMMARY_ROWS)
     if s.changed:
         parts += changes_table(s.changed, links, SUMMARY_ROWS)
+    parts += load_table(s.load, markdown_cell, notable_only=False)
     if s.unstable:
         parts += [_noisy(s.unstable), ""]
     parts.append(links_line(links))
@@ -56,6 +64,22 @@ def changes_table(lines: Sequence[QueryLine], links: ReportLinks, rows: int) -> 
     if len(lines) > rows:
         table += ["", f"…and {len(lines) - rows} more in the report."]
     return [*table, ""]
+
+
+def wrong_results_table(problems: Sequence[ResultProblem], rows: int) -> list[str]:
+    """Queries whose patched result differs from the reference's: each side's row count and
+    result hash (docs/method.md, "Result equality")."""
+    table = ["| Wrong result | Reference | Patched |", "|---|---|---|"]
+    for p in problems[:rows]:
+        query = f"{markdown_cell(p.test)} query {p.query_index}"
+        table.append(f"| {query} | {_results(p.reference)} | {_results(p.patched)} |")
+    if len(problems) > rows:
+        table += ["", f"…and {len(problems) - rows} more in the report."]
+    return [*table, ""]
+
+
+def _results(results: Sequence[SideResult]) -> str:
+    return " or ".join(f"{r.rows} rows, hash {markdown_cell(r.hash)}" for r in results) or MISSING
 
 
 def _query(q: QueryLine) -> str:

@@ -128,6 +128,7 @@ def test_size(structure: Structure, alpha: float = ALPHA) -> float:
     return 2 * sum(counts[: critical_rank(structure, alpha)]) / sum(counts)
 
 
+@cache
 def smallest_p_value(structure: Structure) -> float:
     counts = null_counts(structure)
     return min(1.0, 2 * counts[0] / sum(counts))

@@ -15,6 +15,8 @@ from typing import Any
 from artifacts.calibration import write_calibration
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.manifest import FAILED, MANIFEST, RUNNING, read_manifest
+from artifacts.protocols import SUMMARY_KEY as PROTOCOLS_SECTION
+from artifacts.results import RESULTS_SECTION
 from artifacts.stages import AA_OUTPUTS, COMPARE_OUTPUTS, remove_previous
 from artifacts.summary import write_summary
 from artifacts.tables import PATCHED, REFERENCE, SIDES
@@ -31,11 +33,14 @@ from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather
 from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_level
 from compare.interference import FOREIGN_CPU, STEAL, Interference, interference
+from compare.load import LoadResults, read_load, without_load_tests
 from compare.metrics import gather_metrics
 from compare.noise import machine_noise
 from compare.outputs import MetricStats, summary_document, write_metrics, write_verdicts
 from compare.paired import PAIRED
+from compare.protocols import compare_protocols
 from compare.randomization import SAMPLED_SPLITS, Samples, SeriesStats
+from compare.results import gather_results, results_message, results_summary, with_results
 from compare.statistics import QueryStatistics
 from compare.verdict import (
     EQUIVALENT,
@@ -112,6 +117,8 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     removed = remove_previous(out, COMPARE_OUTPUTS + (AA_OUTPUTS if options.aa else ()))
     with SqlEngine() as engine:
         evidence = gather(out, engine)
+        load = read_load(out, options.thresholds)
+        evidence = replace(evidence, queries=without_load_tests(evidence.queries, load))
         metric_series = gather_metrics(out, MIN_RUNS)
         statistics = QueryStatistics(engine, options.method)
         randomization = statistics.randomization
@@ -124,16 +131,22 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
         verdicts = _classify(evidence, _Extra(stats, intervals, discoveries, calibration), options)
         disturbed = interference(out)
         verdicts = _with_interference(verdicts, disturbed)
+        results = gather_results(out, manifest)
+        verdicts = with_results(verdicts, results.checks)
         metric_stats = randomization.statistics(metric_series.series)
+        protocols = compare_protocols(out, engine, options.thresholds)
         if options.aa:
             write_calibration(
                 out, calibration_rows(verdicts, _flag_rates(verdicts, statistics, measurable))
             )
     metrics = [MetricStats(t, q, m, s) for (t, q, m), s in metric_stats.items()]
     notes = [GlobalProblem(p, fails_check=False) for p in metric_series.problems]
-    problems = [*_run_status(manifest), *evidence.problems, *notes]
-    result = judge(verdicts, evidence, problems, options)
-    result = replace(result, fdr=discoveries, removed=removed)
+    damaged = [GlobalProblem(p, fails_check=True) for p in results.problems]
+    damaged += [GlobalProblem(p, True) for p in (*protocols.problems, *protocols.failures)]
+    problems = [*_run_status(manifest), *evidence.problems, *notes, *damaged]
+    result = judge(verdicts, evidence, problems, options, load)
+    message = results_message(result.message, results.checks)
+    result = replace(result, fdr=discoveries, removed=removed, message=message)
     write_verdicts(out, verdicts)
     write_metrics(out, metrics)
     extra = {
@@ -141,7 +154,12 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
         **_summary_extra(verdicts, discoveries, calibration),
         "noise": _noise(evidence, verdicts),
         "interference": _interference_summary(disturbed),
+        **({"load": load.as_json()} if load.verdicts else {}),
     }
+    if results.recorded:  # only runs that hashed results have the key
+        extra[RESULTS_SECTION] = results_summary(results, verdicts)
+    if protocols.verdicts:  # only runs with <protocols> tests have the key
+        extra[PROTOCOLS_SECTION] = [v.as_json() for v in protocols.verdicts]
     document = summary_document(result.status, result.message, result.counts, verdicts, extra)
     write_summary(out, document)
     return result
@@ -359,20 +377,23 @@ def judge(
     evidence: Evidence,
     problems: Sequence[GlobalProblem],
     options: CompareOptions,
+    load: LoadResults | None = None,
 ) -> CompareResult:
     """The check status: fails on failing verdicts, damage, and nothing measured."""
     counts = Counter(v.verdict.value for v in verdicts)
     query_failures = [
         f"{v.test} query {v.query_index}: {v.reason}" for v in verdicts if _fails(v, options)
     ]
-    suite_failures = _suite_failures(verdicts, evidence, problems)
+    suite_failures = _suite_failures(verdicts, evidence, problems, load)
     notes = [f"note: {p.text}" for p in problems if not p.fails_check]
     parts = [f"{counts[v.value]} {v.value}" for v in _MESSAGE_ORDER if counts[v.value]]
-    message = "; ".join([", ".join(parts) or "no queries", *suite_failures, *notes])
-    failures = (*query_failures, *suite_failures)
+    heads = [h for h in (", ".join(parts), load.message() if load else "") if h]
+    message = "; ".join([*(heads or ["no queries"]), *suite_failures, *notes])
+    failures = (*query_failures, *suite_failures, *(load.failures(options) if load else ()))
     # Fail closed: a query nothing judged (not run, or too few runs to reach the level) never
     # lets the check pass; it is incomplete.
     unjudged = counts[Verdict.NOT_RUN.value] + counts[Verdict.INCONCLUSIVE.value]
+    unjudged += load.unjudged() if load else 0
     status = FAILURE if failures else INCOMPLETE if unjudged else SUCCESS
     return CompareResult(
         status=status,
@@ -383,10 +404,15 @@ def judge(
 
 
 def _suite_failures(
-    verdicts: Sequence[QueryVerdict], evidence: Evidence, problems: Sequence[GlobalProblem]
+    verdicts: Sequence[QueryVerdict],
+    evidence: Evidence,
+    problems: Sequence[GlobalProblem],
+    load: LoadResults | None = None,
 ) -> list[str]:
     """Fail closed: nothing measured, a side that never ran, damage not tied to a query."""
     failures = [p.text for p in problems if p.fails_check]
+    if load is not None and load.measured and not any(v.stats is not None for v in verdicts):
+        return failures  # only load levels were measured: they are the run's verdicts
     if verdicts and all(v.verdict is Verdict.NOT_RUN for v in verdicts):
         return failures  # stopped before the first query: incomplete, not failed
     if not any(v.stats is not None for v in verdicts):

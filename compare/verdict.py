@@ -159,6 +159,8 @@ def ignores_changes(evidence: QueryEvidence) -> bool:
 
 
 def _stage_messages(failures: tuple[Failure, ...], stage: str) -> str:
+    if not failures:  # the usual case, asked for every query
+        return ""
     return "; ".join(dict.fromkeys(f.message for f in failures if f.stage == stage))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from artifacts.columns import Columns
 from artifacts.manifest import MANIFEST, load_manifest
+from artifacts.results import ResultProblem, read_result_problems
 from artifacts.summary import SUMMARY_FILE, Summary, read_summary
 from artifacts.tables import (
     ERRORS,
@@ -67,6 +68,8 @@ class Inputs:
     profiles: tuple[Profile, ...]
     missing: tuple[str, ...]
     problems: tuple[str, ...]
+    # summary.json's queries whose results were not equal (artifacts/results.py)
+    result_problems: tuple[ResultProblem, ...] = ()
 
 
 def load_inputs(out: Path) -> Inputs:
@@ -121,6 +124,7 @@ def load_inputs(out: Path) -> Inputs:
         profiles=_profiles(out, manifest.data, problems),
         missing=tuple(missing),
         problems=tuple(problems),
+        result_problems=read_result_problems(out),
     )
 
 

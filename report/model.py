@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from report.load import LoadSection
+from report.protocols import ProtocolSection
+
 
 @dataclass(frozen=True)
 class Field:
@@ -185,3 +188,5 @@ class Report:
     verdicts: tuple[str, ...]  # every verdict name, in display order
     details: tuple[DetailPage, ...]  # every query's details, a page per test (or part)
     generated_at: str
+    protocols: ProtocolSection | None = None  # protocol timings; None: the run has none
+    load: LoadSection | None = None  # load tests (report/load.py); None: the run has none

@@ -3,6 +3,7 @@ Problems found on the way never stop the report: they are returned and shown in 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.resources
 import shutil
@@ -17,7 +18,9 @@ from artifacts.stages import REPORT_FILE, REPORT_OUTPUTS, remove_previous
 from report.display import DETAILS_DIR, MAX_QUERY_CHARS, full_query_href
 from report.flamegraph import FlameGraphs, render_flamegraphs
 from report.inputs import Inputs, load_inputs
+from report.load import load_section
 from report.model import DetailPage, Report
+from report.protocols import protocol_section
 from report.view import build_report
 
 # report_templates/ is package data: found the same way in a checkout and in a wheel.
@@ -107,5 +110,7 @@ def render_report(out: Path) -> ReportResult:
     failed = write_details(out, report.details)
     if failed:  # rare: built again, so that the page counts the problem in its status
         report = build_report(inputs, flames, (*problems, *failed), generated)
+    report = dataclasses.replace(report, protocols=protocol_section(out))
+    report = dataclasses.replace(report, load=load_section(out))
     path = write_atomically(out / REPORT_FILE, render_html(report))  # never half a report
     return ReportResult(path, tuple(p.message for p in report.build_problems))

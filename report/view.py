@@ -10,11 +10,13 @@ from markupsafe import Markup
 
 from artifacts.tables import PATCHED, REFERENCE, WHOLE_TEST
 from artifacts.verdicts import VerdictRow
+from compare.results import ResultStatus
 from report import details, display, header, svg
 from report.flamegraph import FlameGraphs
 from report.index import Key, QueryTables, index_inputs
 from report.inputs import Inputs
 from report.model import (
+    ProblemView,
     QueryView,
     Report,
     SkippedView,
@@ -40,6 +42,7 @@ VERDICT_ORDER = (
     "skipped",
 )
 NOT_COMPARED = "not compared"  # a query in queries.tsv without a row in verdicts.tsv
+WRONG_RESULT = ResultStatus.WRONG.value
 
 # Client time above server time by more than this: result transfer or client overhead
 # dominates what we measure.
@@ -63,7 +66,8 @@ def build_report(
     build = [*header.input_problems(inputs), *extra_problems]
     keys = _keys(inputs, tables, build)
     queries = tuple(_query(key, tables, flames) for key in keys)
-    run_problems, build_problems = header.number_problems(header.run_problems(inputs), build)
+    found = [*header.run_problems(inputs), *_wrong_results(inputs)]
+    run_problems, build_problems = header.number_problems(found, build)
     # Slower first (they fail the check), then faster; each by the size of the change.
     changes = sorted(
         (q for q in queries if q.verdict in CHANGED),
@@ -100,6 +104,16 @@ def build_report(
         ),
         generated_at=generated_at,
     )
+
+
+def _wrong_results(inputs: Inputs) -> list[ProblemView]:
+    """Queries whose sides returned different results (compare/results.py), both hashes and
+    row counts in the message; they fail the check."""
+    return [
+        ProblemView("", WRONG_RESULT, f"{p.test} query {p.query_index}", p.reason)
+        for p in inputs.result_problems
+        if p.status == WRONG_RESULT
+    ]
 
 
 def _counts(queries: Sequence[QueryView], verdicts: Sequence[str]) -> tuple[VerdictCount, ...]:

@@ -10,7 +10,7 @@ import math
 import re
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from runner.serverconfig import LISTEN_HOST
@@ -71,9 +71,11 @@ class HttpExecutor:
         query_id: str,
         settings: Mapping[str, str],
         limit: float | None = None,
+        sink: Callable[[bytes], None] | None = None,
     ) -> QueryOutcome:
         """Run one statement under `limit` seconds (default: this executor's), enforced by the
-        server (max_execution_time, whole seconds) and by the client's receive timeout."""
+        server (max_execution_time, whole seconds) and by the client's receive timeout.
+        `sink` gets each chunk of a successful result as it arrives (runner/results.py)."""
         seconds = self.max_query_seconds if limit is None else limit
         params = {
             **settings,
@@ -83,14 +85,16 @@ class HttpExecutor:
         target = "/?" + urllib.parse.urlencode(params)
         body = sql.encode("utf-8")
         reused = self._connection is not None
-        outcome = self._attempt(target, body, seconds)
+        outcome = self._attempt(target, body, seconds, sink)
         if outcome.server_gone and reused and outcome.stale:
             # The server closed an idle keep-alive connection before it saw this query:
             # the query never ran, so sending it again on a new connection is safe.
-            outcome = self._attempt(target, body, seconds)
+            outcome = self._attempt(target, body, seconds, sink)
         return outcome
 
-    def _attempt(self, target: str, body: bytes, limit: float) -> QueryOutcome:
+    def _attempt(
+        self, target: str, body: bytes, limit: float, sink: Callable[[bytes], None] | None = None
+    ) -> QueryOutcome:
         connection = self._connect()
         timeout = client_timeout(limit)
         connection.timeout = timeout
@@ -102,7 +106,7 @@ class HttpExecutor:
             connection.request("POST", target, body=body)
             sent = True
             response = connection.getresponse()
-            tail = _drain(response)
+            tail = _drain(response, sink if response.status == 200 else None)
             elapsed = time.perf_counter() - start
         except (OSError, http.client.HTTPException) as e:
             self.close()
@@ -120,10 +124,14 @@ class HttpExecutor:
         return QueryOutcome(elapsed, limit=limit)
 
 
-def _drain(response: http.client.HTTPResponse) -> bytes:
+def _drain(
+    response: http.client.HTTPResponse, sink: Callable[[bytes], None] | None = None
+) -> bytes:
     """Read the whole body in large chunks, keeping only the last one (for error text)."""
     last = b""
     while chunk := response.read(READ_CHUNK):
+        if sink is not None:
+            sink(chunk)
         last = chunk
     return last
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from artifacts.errors import ChperfError
 from artifacts.tables import ERRORS, RUNS, TESTS
 from artifacts.tsv import read_table
+from compare.results import varying_results
 from runner.budget import Limits
 from runner.testdef import Location, Statement, TestDef, TestDefError, discover, load_test
 
@@ -227,6 +228,8 @@ def _returns_large_result(sql: str, table_rows: dict[str, int]) -> bool:
 
 
 def _check_large_results(test: TestDef) -> Iterable[LintProblem]:
+    if test.protocols is not None:
+        return  # timing the transfer is what a <protocols> test is for (docs/protocols.md)
     table_rows = _filled_rows(test)
     for query in test.queries:
         if _returns_large_result(query.sql, table_rows):
@@ -322,6 +325,8 @@ def _check_growing_inserts(test: TestDef) -> Iterable[LintProblem]:
         if stop and statement.kind != "drop_query":
             everything = everything or not stop.group(1)
             stopped.add(_name(stop.group(1) or ""))
+    if test.load is not None and test.load.insert_table:
+        stopped.add(_name(test.load.insert_table))  # truncated before every load block
     for query in test.queries:
         insert = _INSERT_INTO.match(query.sql)
         if not insert:
@@ -418,8 +423,26 @@ def lint_paths(paths: Sequence[Path], earlier: Path | None = None) -> list[LintP
         tests.append(test)
         problems += lint_test(test)
     if earlier is not None:
-        problems += timing_problems(tests, earlier)
+        problems += timing_problems(tests, earlier) + result_problems(tests, earlier)
     return problems
+
+
+def result_problems(tests: Sequence[TestDef], earlier: Path) -> list[LintProblem]:
+    """Queries whose result varied on one side in the run in `earlier` (results.tsv): their
+    results cannot be compared between the servers (docs/method.md, "Result equality")."""
+    varying = varying_results(earlier)
+    return [
+        LintProblem(
+            q.location,
+            f"query {q.index} in {earlier}: {varying[(t.name, q.index)]}",
+            "order by a unique key, fill tables with deterministic data (intHash64(number), "
+            "not rand()), and leave out rand() and now(), or accept that its result is not "
+            "compared",
+        )
+        for t in tests
+        for q in t.queries
+        if (t.name, q.index) in varying
+    ]
 
 
 def _readable(path: Path) -> bool:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from artifacts.errors import InfrastructureError
 from artifacts.files import WriteFailed
+from artifacts.loadblocks import LOAD_BLOCKS
+from artifacts.protocols import PROTOCOL_PROBLEMS, PROTOCOL_RUNS
+from artifacts.results import RESULTS
 from artifacts.tables import (
     BOTH,
     ERRORS,
@@ -49,6 +52,7 @@ from compare.verdict import MIN_RUNS
 from runner.budget import TIMEOUT_CODES, Clock, Limits
 from runner.control import QueryLogEntry
 from runner.executor import HttpExecutor
+from runner.results import RECHECK_LABEL, ResultRecorder, RowHasher
 from runner.schedule import (
     PREWARM_LABEL,
     abba_pair,
@@ -85,6 +89,10 @@ class Writers:
         self.tests = TableWriter(out, TESTS)
         self.stops = TableWriter(out, STOPS)
         self.monitor = TableWriter(out, MONITOR)
+        self.load_blocks = TableWriter(out, LOAD_BLOCKS)
+        self.protocol_runs = TableWriter(out, PROTOCOL_RUNS)
+        self.protocol_problems = TableWriter(out, PROTOCOL_PROBLEMS)
+        self.results = TableWriter(out, RESULTS)
 
     def close(self) -> None:
         """Close every table, also when one fails (a full disk); then raise the first failure."""
@@ -98,6 +106,10 @@ class Writers:
             self.tests,
             self.stops,
             self.monitor,
+            self.load_blocks,
+            self.protocol_runs,
+            self.protocol_problems,
+            self.results,
         ):
             try:
                 writer.close()
@@ -181,6 +193,8 @@ class Measurer:
         self.disturbed: Callable[[float, float], bool] | None = None
         # Called after a server restart (new PID), so run.json always names live processes.
         self.on_restart: Callable[[], None] = lambda: None
+        # Hashes every prewarm's result (runner/results.py); None: results are not compared.
+        self.results: ResultRecorder | None = None
 
     def close(self) -> None:
         for executors in self.executors:
@@ -192,7 +206,11 @@ class Measurer:
         settings = dict(test.settings)
         times: dict[str, list[float]] = {side: [] for side in SIDES}
         self.samples[query.index] = times
+        if self.results is not None:
+            self.results.begin()
         sides, ended = self._prewarm(test, query, sides_set_up, limits, settings)
+        if self.results is not None and sides and not ended:
+            ended = self._recheck_results(test, query, sides, limits, settings)
         start = time.perf_counter()
         reason = ended or ("failed on both sides" if not sides else f"fixed {self.runs} runs")
         disturbed_pairs = 0
@@ -268,6 +286,7 @@ class Measurer:
                 why = self.clock.out_of_time()
                 if why is not None:
                     return [], self._out_of_time(test, query, why, 0)
+                hasher = self._hasher(query)
                 outcome = self._execute(
                     test,
                     query,
@@ -277,7 +296,9 @@ class Measurer:
                     settings,
                     STAGE_PREWARM,
                     limits.prewarm_seconds,
+                    hasher,
                 )
+                self._record_result(test, query, process, slot.side, PREWARM_LABEL, outcome, hasher)
                 if outcome.ok and outcome.elapsed > limits.run_seconds:
                     message = (
                         f"the prewarm took {outcome.elapsed:.1f} s on the {slot.side} server, "
@@ -296,6 +317,55 @@ class Measurer:
             if ended:
                 break
         return [side for side in sides_set_up if side not in failed], ended
+
+    def _hasher(self, query: TestQuery) -> RowHasher | None:
+        return self.results.hasher(query.sql) if self.results is not None else None
+
+    def _record_result(
+        self,
+        test: TestDef,
+        query: TestQuery,
+        process: int,
+        side: str,
+        label: str,
+        outcome: Executed,
+        hasher: RowHasher | None,
+    ) -> None:
+        if self.results is not None and hasher is not None and outcome.ok:
+            self.results.record(test.name, query.index, process, side, label, hasher)
+
+    def _recheck_results(
+        self,
+        test: TestDef,
+        query: TestQuery,
+        sides: list[str],
+        limits: Limits,
+        settings: dict[str, str],
+    ) -> str:
+        """Servers whose results disagree run the query once more, hashed, so that each side
+        has two executions: compare tells a wrong result from a non-deterministic query
+        (docs/method.md, "Result equality"). A failure here counts as a failed prewarm: the
+        side leaves `sides`. Why the query ended ("" when it goes on)."""
+        assert self.results is not None
+        for process, side in self.results.to_recheck():
+            if side not in sides:
+                continue
+            why = self.clock.out_of_time()
+            if why is not None:
+                sides.clear()
+                return self._out_of_time(test, query, why, 0)
+            hasher = self._hasher(query)
+            outcome = self._execute(
+                test, query, process, side, RECHECK_LABEL, settings, STAGE_PREWARM,
+                limits.prewarm_seconds, hasher,
+            )  # fmt: skip
+            self._record_result(test, query, process, side, RECHECK_LABEL, outcome, hasher)
+            if outcome.cut_short or outcome.too_long:
+                sides.clear()
+                return f"{outcome.stage}: {outcome.reason}"
+            if not outcome.ok:
+                sides.remove(side)
+        return ""
 
     def _out_of_time(self, test: TestDef, query: TestQuery, why: str, runs: int) -> str:
         """A budget ran out before run `runs`: with fewer runs than a verdict needs the query
@@ -351,15 +421,19 @@ class Measurer:
         settings: dict[str, str],
         stage: str,
         limit: float,
+        hasher: RowHasher | None = None,
     ) -> Executed:
         """One execution under `limit`, cut to what the budgets have left; a failure is
         recorded in errors.tsv: over the limit it is "too long", at a budget's limit "not run",
-        otherwise an error of `stage`."""
+        otherwise an error of `stage`. `hasher` hashes the result as it arrives; its time is
+        not the server's, so it is taken off the elapsed time."""
         cap = self.clock.cap(limit)
         qid = query_id(test.name, query.index, label)
-        outcome = self.executors[process][side].execute(query.sql, qid, settings, cap.seconds)
+        sink = hasher.feed if hasher is not None else None
+        outcome = self.executors[process][side].execute(query.sql, qid, settings, cap.seconds, sink)
         if outcome.ok:
-            return Executed(outcome.elapsed, ok=True)
+            hashing = hasher.seconds if hasher is not None else 0.0
+            return Executed(outcome.elapsed - hashing, ok=True)
         server = self.sets[process].side(side).process.describe()
         stopped = outcome.error_code in TIMEOUT_CODES or (
             outcome.timed_out and self._cancel(process, side, qid)

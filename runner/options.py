@@ -48,6 +48,7 @@ class RunOptions:
     pin: PinRequest = AUTO  # --pin-cpu; `run` resolves it into the server specs' cpus
     pinning: Pinning | None = None  # how `pin` was resolved (set by `run`)
     redraw_progress: bool = False
+    check_results: bool = True  # hash every prewarm's result (runner/results.py)
 
     def manifest_options(self) -> dict[str, object]:
         return {
@@ -56,6 +57,7 @@ class RunOptions:
             "query_indices": sorted(self.query_indices),
             "runs": self.runs if self.stop_rule is None else "adaptive",
             "processes": self.processes,
+            "check_results": self.check_results,
             "pin_cpus": list(self.reference.cpus),
             "pin": self.pinning.reason if self.pinning else None,
             "long": self.long,

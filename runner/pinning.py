@@ -37,7 +37,12 @@ def resolve(request: PinRequest, tests: Sequence[TestDef], allowed: Iterable[int
     available = sorted(set(allowed))
     if len(available) < 2:
         return Pinning((), AUTO, "not pinned: chperf may use only one CPU")
-    multi = [t.name for t in tests if not single_threaded(t)]
+    # Load tests (docs/load.md) follow the per-query tests: alone they measure how a server
+    # shares all its cores between clients; in a pinned suite they run on its CPU.
+    measured = [t for t in tests if t.load is None]
+    if tests and not measured:
+        return Pinning((), AUTO, "not pinned: only load tests, whose clients share every CPU")
+    multi = [t.name for t in measured if not single_threaded(t)]
     if multi:
         more = f" and {len(multi) - 1} more" if len(multi) > 1 else ""
         return Pinning(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import sys
 import time
@@ -44,6 +45,7 @@ from compare.interim import InterimJudge
 from compare.verdict import Verdict
 from runner.budget import Clock
 from runner.environment import environment_warnings
+from runner.load import measure_load_test
 from runner.machine import machine_facts
 from runner.measure import Measurer, Writers, samples_of
 from runner.monitor import Monitor
@@ -51,6 +53,8 @@ from runner.options import RunOptions
 from runner.pinning import resolve as resolve_pinning
 from runner.profiler import Profiler
 from runner.progress import ProfileForecast, Progress
+from runner.protocol_runs import ProtocolRuns
+from runner.results import ResultRecorder
 from runner.selection import LoadedTests, load_tests, selected_queries
 from runner.servers import ServerPair, started_server_sets
 from runner.settle import SETTLE_TIMEOUT_S
@@ -76,7 +80,7 @@ class Run:
         self.writers = Writers(options.out)
         machine = machine_facts()
         for warning in environment_warnings(machine):
-            print(f"chperf: warning: {warning}", file=sys.stderr)
+            print(f"chperf: warning: {console_text(warning, 1000)}", file=sys.stderr)
             machine["warning"] = warning
         self.manifest = RunManifest(
             chperf_version=CHPERF_VERSION,
@@ -161,7 +165,7 @@ class Run:
                 raise
             # The run's own error says what went wrong first; this one only adds to it.
             what = f"{MANIFEST} does not say how the run ended: {e.message}"
-            print(f"chperf: warning: {what}", file=sys.stderr)
+            print(f"chperf: warning: {console_text(what, 1000)}", file=sys.stderr)
 
     def _record_parse_problems(self) -> None:
         for name, path, error in self.loaded.problems:
@@ -208,6 +212,8 @@ class Run:
         measurer = Measurer(sets, self.writers, self.options.runs, self.clock, stop_rule, judge)
         measurer.on_restart = lambda: self._servers_started(sets)
         measurer.disturbed = self._disturbed
+        if self.options.check_results:
+            measurer.results = ResultRecorder(self.writers.results)
         profiler = None
         if self.options.profile.mode != "none" and sets:
             timeout = self.options.limits.run_seconds
@@ -286,6 +292,8 @@ class Run:
         queries = selected_queries(test, self.options)
         if test.name not in self._listed:
             self._listed.add(test.name)
+            if test.load is not None:
+                return queries  # a load test's verdicts come from load_blocks.tsv
             for q in queries:
                 self.writers.queries.write(
                     QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change, q.name)
@@ -353,6 +361,11 @@ class Run:
             self._test_row(test, TEST_NOT_RUN, why, time.monotonic() - start)
             progress.skip_queries(len(queries))
             return False
+        if sides and test.load is not None:
+            reason = measure_load_test(measurer, self.clock, progress, test, sides)
+            progress.skip_queries(len(queries))
+            self._test_row(test, TEST_RAN, reason, time.monotonic() - start)
+            return False  # no profile runs: they explain single queries
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
@@ -374,6 +387,9 @@ class Run:
                 self._ended.add((test.name, q.index))
                 progress.end_query()
             measurer.collect_query_log(test.name)
+            if test.protocols is not None:
+                activity = functools.partial(progress.activity, test.name)
+                ProtocolRuns(measurer, activity).measure(test, queries, sides)
             if not any(all(t.values()) for t in measurer.samples.values()):
                 why = next(iter(measurer.first_failures.values()), "no runs")
                 print(
@@ -475,7 +491,7 @@ def pinned(options: RunOptions, loaded: LoadedTests) -> RunOptions:
     """Resolve --pin-cpu against the selected tests (runner/pinning.py) into both sides'
     server specs, and say what was decided."""
     pinning = resolve_pinning(options.pin, loaded.tests, os.sched_getaffinity(0))
-    print(f"chperf: servers {pinning.reason}", file=sys.stderr)
+    print(f"chperf: servers {console_text(pinning.reason, 1000)}", file=sys.stderr)
     return dataclasses.replace(
         options,
         reference=dataclasses.replace(options.reference, cpus=pinning.cpus),
@@ -490,9 +506,12 @@ def run(options: RunOptions, on_loaded: Callable[[LoadedTests], None] | None = N
     loaded = load_tests(options)
     for test in loaded.tests:
         for warning in test.warnings:
-            print(f"chperf: warning: {warning}", file=sys.stderr)
+            print(f"chperf: warning: {console_text(str(warning), 1000)}", file=sys.stderr)
     for _, _, error in loaded.problems:
-        print(f"chperf: error: {error} (the test is recorded as an error)", file=sys.stderr)
+        print(
+            f"chperf: error: {console_text(str(error), 1000)} (the test is recorded as an error)",
+            file=sys.stderr,
+        )
     if on_loaded:
         on_loaded(loaded)
     if not loaded.tests and not loaded.problems:

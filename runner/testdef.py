@@ -17,6 +17,9 @@ from pathlib import Path
 
 from artifacts.console import console_text
 from artifacts.errors import ChperfError
+from artifacts.files import read_regular_file
+from runner.loaddef import LoadDefError, LoadSpec, parse_load
+from runner.protocols import ProtocolsDefError, ProtocolSpec, parse_protocols
 from runner.substitution import (
     MAX_EXPANDED_CHARS,
     MAX_QUERIES_PER_TEST,
@@ -35,6 +38,8 @@ MAX_MESSAGE_CHARS = 2000
 # A file a test reads (<query file>, <settings file>) larger than a whole test may expand to is
 # a mistake (a data file, /dev/zero), and is not read into memory.
 MAX_INCLUDED_FILE_BYTES = MAX_EXPANDED_CHARS
+# A test file itself: the XML parser holds all of it; real tests are a few KB.
+MAX_TEST_FILE_BYTES = MAX_EXPANDED_CHARS
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ class TestDef:
     required_tables: tuple[str, ...] = ()  # <preconditions><table_exists>: else skipped
     profile_all_queries: bool = False  # profile every query, not only the changed ones
     skip_reason: str = ""  # needs what chperf does not provide (requires_s3): skipped
+    load: LoadSpec | None = None  # <load>: the queries are a mix run by concurrent clients
+    protocols: ProtocolSpec | None = None  # <protocols>: also timed per interface and phase
 
     @property
     def is_long(self) -> bool:
@@ -116,7 +123,9 @@ STATEMENT_KINDS = ("create_query", "fill_query", "query", "drop_query")
 LEGACY_ELEMENTS = frozenset(
     {"stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
 )
-KNOWN_ELEMENTS = frozenset({"settings", "substitutions", "tags", "preconditions", *STATEMENT_KINDS})
+KNOWN_ELEMENTS = frozenset(
+    {"settings", "substitutions", "tags", "preconditions", "load", "protocols", *STATEMENT_KINDS}
+)
 TEST_ATTRIBUTES = frozenset(
     {
         "max_ignored_relative_change",
@@ -176,8 +185,7 @@ def _included_text(location: Location, what: str, source: Path) -> str:
     """The text of a file a test names (newlines as in text mode); any problem, a size over
     MAX_INCLUDED_FILE_BYTES included, is a TestDefError at the element's `location`."""
     try:
-        with source.open("rb") as f:
-            data = f.read(MAX_INCLUDED_FILE_BYTES + 1)
+        data = read_regular_file(source, MAX_INCLUDED_FILE_BYTES + 1)
     except (OSError, ValueError) as e:  # ValueError: a NUL in the name
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise TestDefError(location, f"{what}: {source}: {reason}") from e
@@ -473,17 +481,35 @@ def parse_test(path: Path, data: bytes, *, max_queries: int = MAX_QUERIES_PER_TE
         required_tables=required,
         profile_all_queries=_flag(root, "profile_all_queries"),
         skip_reason=_unprovided(root),
+        load=_load(path, root),
+        protocols=_protocols(path, root),
         warnings=tuple(_warnings(path, root) + _unused_substitutions(path, root, substitutions)),
         statements=tuple(statements),
     )
 
 
+def _load(path: Path, root: Element) -> LoadSpec | None:
+    try:
+        return parse_load(path, root)
+    except LoadDefError as e:
+        raise TestDefError(Location(path, e.line), e.message, hint=e.hint) from e
+
+
+def _protocols(path: Path, root: Element) -> ProtocolSpec | None:
+    try:
+        return parse_protocols(path, root)
+    except ProtocolsDefError as e:
+        raise TestDefError(Location(path, e.line), e.message, hint=e.hint) from e
+
+
 def load_test(path: Path) -> TestDef:
     """Read and parse one test file; any problem is a TestDefError naming file:line."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_TEST_FILE_BYTES + 1)
     except OSError as e:
         raise TestDefError(Location(path, 0), f"cannot read test file: {e.strerror}") from e
+    if len(data) > MAX_TEST_FILE_BYTES:
+        raise TestDefError(Location(path, 0), f"larger than {MAX_TEST_FILE_BYTES:,} bytes")
     return parse_test(path, data)
 
 

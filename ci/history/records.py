@@ -17,6 +17,7 @@ from artifacts.summary import SUMMARY_FILE, Summary, read_summary
 from artifacts.tables import PATCHED, QUERIES, QUERY_LOG, REFERENCE, RUNS
 from artifacts.tsv import read_table
 from artifacts.verdicts import read_metrics, read_verdicts
+from ci.loadlines import LOAD_LEVEL_COLUMNS, history_rows
 
 INTACT = "upload an intact run directory; the history keeps only complete data"
 
@@ -46,6 +47,7 @@ def build_batch(out: Path, labels: Mapping[str, str], now: datetime) -> UploadBa
             ("verdicts", VERDICT_TABLE_COLUMNS, _verdict_rows(out, run_id, start, queries)),
             ("run_times", TIME_COLUMNS, _time_rows(out, run_id, start)),
             ("metrics", METRIC_TABLE_COLUMNS, _metric_rows(out, run_id, start)),
+            ("load_levels", LOAD_LEVEL_COLUMNS, history_rows(out, run_id, start)),
         ),
     )
 

@@ -7,7 +7,7 @@
 -- node plus `<name>` = Distributed(cluster, db, <name>_local, cityHash64(run_id)): chperf
 -- then reads and writes through the Distributed tables and these statements do nothing.
 --
--- Format history: 1 -- first version.
+-- Format history: 1 -- first version; then, additively: the table load_levels.
 
 -- One row per uploaded run: run.json (manifest is the whole file) and summary.json's status.
 CREATE TABLE IF NOT EXISTS runs
@@ -86,3 +86,26 @@ CREATE TABLE IF NOT EXISTS metrics
 ENGINE = MergeTree
 PARTITION BY toYYYYMM(start_time)
 ORDER BY (test, query_index, metric, run_id);
+
+-- One row per load-test level and run: summary.json `load` (docs/load.md). diff and threshold
+-- are of the cost per query (per row for inserts); throughput_change is patched / reference
+-- throughput - 1.
+CREATE TABLE IF NOT EXISTS load_levels
+(
+    run_id String,
+    start_time DateTime,
+    test String,
+    concurrency UInt32,
+    verdict String,
+    reason String,
+    reference_qps Nullable(Float64),
+    patched_qps Nullable(Float64),
+    reference_p99 Nullable(Float64),
+    patched_p99 Nullable(Float64),
+    diff Nullable(Float64),
+    threshold Nullable(Float64),
+    throughput_change Nullable(Float64)
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(start_time)
+ORDER BY (test, concurrency, run_id);

@@ -19,7 +19,7 @@ from runner.serverconfig import ServerLayout
 from tests.conftest import DATA, process_exists, run_chperf
 
 pytestmark = pytest.mark.integration
-TABLES = ("runs", "verdicts", "run_times", "metrics")
+TABLES = ("runs", "verdicts", "run_times", "metrics", "load_levels")
 
 
 @pytest.fixture(scope="module")

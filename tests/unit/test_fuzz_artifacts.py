@@ -21,7 +21,16 @@ from hypothesis import strategies as st
 from artifacts.calibration import CALIBRATION_FILE, CalibrationRow, read_calibration
 from artifacts.calibration import write_calibration as write_calibration_file
 from artifacts.errors import ChperfError
+from artifacts.loadblocks import LOAD_BLOCKS, LoadBlockRow
 from artifacts.manifest import MANIFEST, load_manifest, read_manifest
+from artifacts.protocols import (
+    PROTOCOL_PROBLEMS,
+    PROTOCOL_RUNS,
+    ProtocolProblemRow,
+    ProtocolRunRow,
+    read_protocol_summary,
+)
+from artifacts.results import RESULTS, ResultRow
 from artifacts.summary import SUMMARY_FILE, read_summary
 from artifacts.tables import (
     ALL_TABLES,
@@ -62,6 +71,7 @@ READERS = (
     Reader("read_manifest", MANIFEST, read_manifest),
     Reader("load_manifest", MANIFEST, load_manifest),
     Reader("read_summary", SUMMARY_FILE, read_summary),
+    Reader("read_protocol_summary", SUMMARY_FILE, read_protocol_summary),
     Reader("read_calibration", CALIBRATION_FILE, lambda d: read_calibration(d / CALIBRATION_FILE)),
 )
 JSON_READERS = tuple(r for r in READERS if r.file.endswith(".json"))
@@ -84,6 +94,16 @@ def samples() -> dict[str, tuple[bytes, ...]]:
             0.0, 0.0, 9000.0,
         )  # fmt: skip
         write_table(out, MONITOR, [moment])
+        digest = "0123456789abcdef" * 2
+        write_table(out, RESULTS, [ResultRow("t", 0, "patched", 1, "prewarm", 9, digest, 40, 1e-5)])
+        timing = ProtocolRunRow("t", 0, "http", "patched", 3, 3e-4, 0.01, 0.2, 214494, 0, 1, 1.7e9)
+        write_table(out, PROTOCOL_RUNS, [timing])
+        refused = ProtocolProblemRow("t", 0, "http", "patched", "unavailable", 0, "refused")
+        write_table(out, PROTOCOL_PROBLEMS, [refused])
+        block = LoadBlockRow(
+            "t", 2, "patched", 0, 1.7e9, 0.5, 40, 1, 0.01, 0.02, None, 0, 0, 0.05, "x"
+        )
+        write_table(out, LOAD_BLOCKS, [block])
         for directory in (out, REPO / "tests" / "data" / "compare_small"):
             for path in sorted(directory.iterdir()):
                 found.setdefault(path.name, []).append(path.read_bytes())

@@ -86,12 +86,44 @@ def test_expanded_sql_past_the_size_limit_is_an_error_before_expanding() -> None
 def test_an_included_file_larger_than_the_limit_is_an_error_not_read_whole(
     tmp_path: Path,
 ) -> None:
+    big = tmp_path / "big.sql"
+    with big.open("wb") as f:
+        f.truncate(MAX_EXPANDED_CHARS + 1)  # sparse: no disk space taken
     path = tmp_path / "endless.xml"
-    path.write_text('<test>\n<query file="/dev/zero"/>\n</test>\n')
+    path.write_text('<test>\n<query file="big.sql"/>\n</test>\n')
     with memory_cap(), pytest.raises(TestDefError) as caught:
         load_test(path)
     assert caught.value.location.line == 2
-    assert f"/dev/zero: larger than {MAX_EXPANDED_CHARS:,} bytes" in str(caught.value)
+    assert f"big.sql: larger than {MAX_EXPANDED_CHARS:,} bytes" in str(caught.value)
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "directory"])
+def test_an_included_fifo_device_or_directory_is_an_error_at_once(
+    tmp_path: Path, special: str
+) -> None:
+    """A FIFO would block the run until something writes to it; a device may never end."""
+    if special == "fifo":
+        os.mkfifo(tmp_path / "q.sql")
+        name = "q.sql"
+    elif special == "directory":
+        (tmp_path / "q.sql").mkdir()
+        name = "q.sql"
+    else:
+        name = special
+    path = tmp_path / "special.xml"
+    path.write_text(f'<test>\n<query file="{name}"/>\n</test>\n')
+    with pytest.raises(TestDefError) as caught:
+        load_test(path)  # returns at once: the FIFO is never waited on
+    assert caught.value.location.line == 2
+    assert str(caught.value).endswith(f"{name}: not a regular file"), str(caught.value)
+
+
+def test_a_test_file_that_is_a_fifo_is_an_error_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "fifo.xml"
+    os.mkfifo(path)
+    with pytest.raises(TestDefError) as caught:
+        load_test(path)
+    assert "cannot read test file: not a regular file" in str(caught.value)
 
 
 def test_lint_names_the_file_and_line_of_a_test_over_the_limit(tmp_path: Path) -> None:

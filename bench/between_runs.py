@@ -84,7 +84,7 @@ def main() -> None:
     for k in sorted(common, key=lambda k: -abs(a[k] - b[k]))[: args.top]:
         set_a = " ".join(f"{v:+.1%}" for v in sets_a[k].values())
         set_b = " ".join(f"{v:+.1%}" for v in sets_b[k].values())
-        print(f"  {k[0]} #{k[1]}: {a[k]:+.1%} {b[k]:+.1%}  ({set_a} / {set_b})")
+        print(f"  {k[0]} query {k[1]}: {a[k]:+.1%} {b[k]:+.1%}  ({set_a} / {set_b})")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import chain, count
+from itertools import accumulate, chain, count
 from typing import TypeVar
 
 import numpy as np
@@ -100,13 +100,21 @@ def printed_threshold(diff_log: float, threshold_log: float) -> float:
 
 @cache
 def null_counts(structure: Structure) -> tuple[int, ...]:
-    """How many of the arrangements give W = 0, 1, ..., 4 full + half."""
-    counts = np.array([1], dtype=np.int64)
-    for _ in range(structure.full):
-        counts = np.convolve(counts, FULL_BLOCK)
-    for _ in range(structure.half):
-        counts = np.convolve(counts, HALF_BLOCK)
-    return tuple(int(c) for c in counts)
+    """How many of the arrangements give W = 0, 1, ..., 4 full + half. In Python's integers:
+    there are 6^full 2^half arrangements, past int64 from 25 blocks (50 pairs) on."""
+    counts = [1]
+    for block, times in ((FULL_BLOCK, structure.full), (HALF_BLOCK, structure.half)):
+        for _ in range(times):
+            counts = _convolve(counts, block)
+    return tuple(counts)
+
+
+def _convolve(counts: list[int], block: tuple[int, ...]) -> list[int]:
+    out = [0] * (len(counts) + len(block) - 1)
+    for i, c in enumerate(counts):
+        for j, b in enumerate(block):
+            out[i + j] += c * b
+    return out
 
 
 @cache
@@ -148,7 +156,8 @@ def null_cdf(structure: Structure) -> tuple[float, ...]:
     """P(W <= w) for w = 0, 1, ...: the same doubles blocked.sql gets, so that both give
     bit-identical p-values."""
     counts = null_counts(structure)
-    return tuple(float(c) for c in np.cumsum(counts) / sum(counts))
+    total = sum(counts)
+    return tuple(c / total for c in accumulate(counts))  # int / int: correctly rounded
 
 
 def structure_of(pairs: int) -> Structure:

@@ -16,11 +16,13 @@ from compare.blocked import (
     Blocked,
     blocked_stats,
     critical_rank,
+    null_cdf,
     null_counts,
     process_diffs,
     smallest_p_value,
     structure_of,
 )
+from compare.blocked import test_size as size_of_the_test
 from compare.engine import SqlEngine
 from compare.paired import PAIRED, POOLED
 from compare.randomization import Samples
@@ -327,3 +329,21 @@ def test_at_six_pairs_both_process_sets_have_their_own_d_and_one_set_alone_is_no
     assert verdict.verdict is not Verdict.SLOWER, verdict.reason
     assert "not on every server process" in verdict.reason
     assert interim_paired(samples) == found
+
+
+@pytest.mark.parametrize("pairs", [48, 50, 61, 300, 601])
+def test_the_null_distribution_stays_exact_past_int64_for_long_runs(pairs: int) -> None:
+    """6^25 arrangements exceed int64: the counts, the test's size and the interval of a run of
+    hundreds of pairs must still be right."""
+    structure = structure_of(pairs)
+    counts = null_counts(structure)
+    assert sum(counts) == 6**structure.full * 2**structure.half
+    assert all(c > 0 for c in counts)
+    assert 0.004 < size_of_the_test(structure) <= ALPHA  # at most the level, and not far below it
+    cdf = null_cdf(structure)
+    assert cdf[-1] == 1.0 and all(a <= b for a, b in itertools.pairwise(cdf))
+    noise = np.random.default_rng(pairs).normal(0.0, 0.05, size=(pairs, 2))
+    shifted = [(math.exp(r), 1.1 * math.exp(p)) for r, p in noise]
+    found = blocked_stats(shifted)
+    assert found.significant and found.ci_low_log < math.log(1.1) < found.ci_high_log
+    assert found.ci_high_log - found.ci_low_log < 0.1  # narrows with the pairs, not garbage

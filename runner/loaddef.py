@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.testxml import Element
+from runner.testxml import Element, ElementError
 
 # A block shorter than this holds too few queries of a 10-100 ms mix to give a throughput.
 MIN_BLOCK_SECONDS = 0.2
@@ -52,14 +52,8 @@ class LoadSpec:
         return 2 * self.blocks * self.block_seconds * len(self.concurrency)
 
 
-class LoadDefError(ValueError):
-    """A bad <load> element; testdef.py turns it into a TestDefError at `line`."""
-
-    def __init__(self, line: int, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
-        self.hint = hint
+class LoadDefError(ElementError):
+    """A bad <load> element."""
 
 
 def parse_load(path: Path, root: Element) -> LoadSpec | None:

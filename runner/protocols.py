@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runner.protocol_clients import PROTOCOLS
 from runner.schedule import Slot, abba_pair
-from runner.testxml import Element
+from runner.testxml import Element, ElementError
 
 ELEMENT = "protocols"
 # Pairs per protocol and query. The paired statistic (compare/blocked.py) can call a change
@@ -35,14 +35,8 @@ class ProtocolSpec:
     line: int  # of the <protocols> element
 
 
-class ProtocolsDefError(ValueError):
-    """A bad <protocols> element; testdef.py turns it into a TestDefError at `line`."""
-
-    def __init__(self, line: int, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
-        self.hint = hint
+class ProtocolsDefError(ElementError):
+    """A bad <protocols> element."""
 
 
 def parse_protocols(path: Path, root: Element) -> ProtocolSpec | None:

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from artifacts.console import console_text
 from artifacts.errors import ChperfError
 from artifacts.files import read_regular_file
-from runner.loaddef import LoadDefError, LoadSpec, parse_load
-from runner.protocols import ProtocolsDefError, ProtocolSpec, parse_protocols
+from runner.loaddef import LoadSpec, parse_load
+from runner.protocols import ProtocolSpec, parse_protocols
 from runner.substitution import (
     MAX_EXPANDED_CHARS,
     MAX_QUERIES_PER_TEST,
@@ -30,7 +31,7 @@ from runner.substitution import (
     render,
     render_name,
 )
-from runner.testxml import Element, XmlError, parse_xml, walk
+from runner.testxml import Element, ElementError, XmlError, parse_xml, walk
 
 # Paths and messages as shown: long enough for any real path, bounded for a hostile one.
 MAX_SHOWN_PATH_CHARS = 1000
@@ -40,6 +41,8 @@ MAX_MESSAGE_CHARS = 2000
 MAX_INCLUDED_FILE_BYTES = MAX_EXPANDED_CHARS
 # A test file itself: the XML parser holds all of it; real tests are a few KB.
 MAX_TEST_FILE_BYTES = MAX_EXPANDED_CHARS
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -481,24 +484,18 @@ def parse_test(path: Path, data: bytes, *, max_queries: int = MAX_QUERIES_PER_TE
         required_tables=required,
         profile_all_queries=_flag(root, "profile_all_queries"),
         skip_reason=_unprovided(root),
-        load=_load(path, root),
-        protocols=_protocols(path, root),
+        load=_optional(path, root, parse_load),
+        protocols=_optional(path, root, parse_protocols),
         warnings=tuple(_warnings(path, root) + _unused_substitutions(path, root, substitutions)),
         statements=tuple(statements),
     )
 
 
-def _load(path: Path, root: Element) -> LoadSpec | None:
+def _optional(path: Path, root: Element, parse: Callable[[Path, Element], T]) -> T:
+    """An optional feature's element (<load>, <protocols>): its ElementError at file:line."""
     try:
-        return parse_load(path, root)
-    except LoadDefError as e:
-        raise TestDefError(Location(path, e.line), e.message, hint=e.hint) from e
-
-
-def _protocols(path: Path, root: Element) -> ProtocolSpec | None:
-    try:
-        return parse_protocols(path, root)
-    except ProtocolsDefError as e:
+        return parse(path, root)
+    except ElementError as e:
         raise TestDefError(Location(path, e.line), e.message, hint=e.hint) from e
 
 

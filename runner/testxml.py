@@ -32,6 +32,17 @@ class XmlError(Exception):
         self.message = message
 
 
+class ElementError(ValueError):
+    """A bad element of an optional feature (<load>, <protocols>), raised by its parser;
+    testdef.py turns it into a TestDefError at `line`."""
+
+    def __init__(self, line: int, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+        self.hint = hint
+
+
 def parse_xml(data: bytes) -> Element:
     """The document's root element; XmlError when it is not well-formed."""
     parser = xml.parsers.expat.ParserCreate()

@@ -1,7 +1,8 @@
 """load_blocks.tsv: one row per block of a load test (runner/load.py, docs/load.md).
 
 Format history (the run's schema_version, artifacts/manifest.py):
-  1 -- first version; a run directory without the file has no load tests.
+  1 -- first version; a run directory without the file has no load tests; then, additively,
+       `process` (the server process set of the block; 0 in files written before it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class LoadBlockRow:
     bytes: int  # insert tests: their uncompressed bytes; else 0
     harness_cpu: float  # chperf's own CPU during the block, in cores: what the clients cost
     error: str  # the first failure's message, "" when none
+    process: int = 0  # the server process set that ran the block (runner/schedule.py)
 
 
 LOAD_BLOCKS = Table("load_blocks.tsv", LoadBlockRow)

@@ -115,6 +115,8 @@ class TestRow:
     status: str  # ran, skipped, error
     reason: str
     wall_time: float  # seconds spent on the test, setup and teardown included
+    # the test's max_ignored_relative_change; its load levels' min effect (compare/load.py)
+    max_ignored_relative_change: float | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ modes what bench/bench_known_change.py prints: recall on true changes of at leas
 in the wrong direction, flags on true changes below 2%, and the client time of adaptive over
 fixed-15. Without it, the source itself is the truth (its own full-length verdicts).
 
-Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr]
+Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr] [--min-effect F]
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ from artifacts.tables import QUERY_LOG, RUNS
 from artifacts.tsv import read_table, write_table
 from bench.runs import LARGE, SMALL, Key, run_pairs, truth_undetermined
 from compare import CompareOptions, compare_directory
+from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
 from compare.stopping import StopRule, is_checkpoint, should_stop
+from compare.verdict import MIN_EFFECT, Thresholds
 from runner.measure import samples_of
 
 FIXED = 15
@@ -54,10 +56,14 @@ def main() -> None:
     parser.add_argument("--no-extension", action="store_true", help="without rule 5")
     parser.add_argument("--max-runs", type=int, default=StopRule.max_runs)
     parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)
+    parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="also the target")
     args = parser.parse_args()
-    options = CompareOptions(fdr=None) if args.no_fdr else CompareOptions()
+    thresholds = Thresholds(min_effect=args.min_effect)
+    options = CompareOptions(thresholds=thresholds, fdr=None if args.no_fdr else FDR_Q)
     runs = run_pairs(args.run)
     rule = StopRule(
+        target=args.min_effect,
+        min_effect=args.min_effect,
         min_runs=args.min_runs,
         max_runs=args.max_runs,
         fdr_q=options.fdr,

@@ -6,7 +6,10 @@ P R, R P, ...), exactly as the runs of a query, and compare/blocked.py's paired 
 applies unchanged: D is the Hodges-Lehmann estimate of ln(patched cost) - ln(reference cost)
 within blocks of two pairs, its 99% interval inverts the exact rank test, T is the distance
 from D to the interval's end nearer 0. The rules then follow the per-query ones
-(compare/verdict.py), without false-discovery control: a run has a handful of levels.
+(compare/verdict.py), without false-discovery control (a run has a handful of levels), with
+the test's max_ignored_relative_change raising its min effect, and with the process rule:
+with blocks on two or more server process sets, a level is faster or slower only when every
+set's own D shows the change.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -22,7 +25,7 @@ from typing import Protocol
 from artifacts.loadblocks import LOAD_BLOCKS, LoadBlockRow
 from artifacts.tables import PATCHED, REFERENCE, TESTS, WHOLE_TEST, read_monitor_samples
 from artifacts.tsv import read_table
-from compare.blocked import BlockedStats, blocked_stats
+from compare.blocked import BlockedStats, blocked_stats, process_diffs
 from compare.interference import FOREIGN_CPU
 from compare.verdict import QueryEvidence, Thresholds, Verdict
 
@@ -76,6 +79,8 @@ class LoadVerdict:
     reference: SideFigures | None
     patched: SideFigures | None
     stats: BlockedStats | None  # of the cost; None without MIN_LOAD_PAIRS pairs
+    # each server process set's own D of the cost (compare/blocked.py), empty with one set
+    process_diffs: tuple[float, ...] = ()
     # other programs' CPU (foreign and steal, cores) during the level's blocks, the median of
     # the environment monitor's samples; None without samples
     foreign_cpu: float | None = None
@@ -101,6 +106,7 @@ class LoadVerdict:
             "ci_high": None if s is None or not s.decidable else math.exp(s.ci_high_log),
             "throughput_change": self.throughput_change,
             "foreign_cpu": self.foreign_cpu,
+            "process_diffs": list(self.process_diffs),
             "reference": None if self.reference is None else self.reference.as_json(),
             "patched": None if self.patched is None else self.patched.as_json(),
         }
@@ -141,14 +147,27 @@ def cost(block: LoadBlockRow, insert: bool) -> float | None:
 
 def cost_pairs(blocks: Sequence[LoadBlockRow], insert: bool) -> list[tuple[float, float]]:
     """(reference, patched) costs of the pairs with both blocks measured, in pair order."""
+    return [costs for costs, _ in _measured_pairs(blocks, insert)]
+
+
+def pair_processes(blocks: Sequence[LoadBlockRow], insert: bool) -> list[int]:
+    """The process set of each of cost_pairs' pairs."""
+    return [process for _, process in _measured_pairs(blocks, insert)]
+
+
+def _measured_pairs(
+    blocks: Sequence[LoadBlockRow], insert: bool
+) -> list[tuple[tuple[float, float], int]]:
     by_pair: dict[int, dict[str, float | None]] = defaultdict(dict)
+    process: dict[int, int] = {}
     for b in blocks:
         by_pair[b.pair][b.server] = cost(b, insert)
+        process[b.pair] = b.process
     pairs = []
     for pair in sorted(by_pair):
         reference, patched = by_pair[pair].get(REFERENCE), by_pair[pair].get(PATCHED)
         if reference is not None and patched is not None:
-            pairs.append((reference, patched))
+            pairs.append(((reference, patched), process[pair]))
     return pairs
 
 
@@ -158,7 +177,8 @@ def judge_level(
     insert = any(b.rows > 0 for b in blocks)
     reference = side_figures([b for b in blocks if b.server == REFERENCE])
     patched = side_figures([b for b in blocks if b.server == PATCHED])
-    stats = None
+    stats: BlockedStats | None = None
+    diffs: tuple[float, ...] = ()
     failed = [side for side, f in ((REFERENCE, reference), (PATCHED, patched)) if f and f.errors]
     pairs = cost_pairs(blocks, insert)
     if failed:
@@ -169,9 +189,12 @@ def judge_level(
         verdict, fails = (Verdict.INCONCLUSIVE if measured else Verdict.NOT_RUN), False
     else:
         stats = blocked_stats(pairs)
-        verdict, reason, fails = decide(stats, thresholds)
+        diffs = process_diffs(pairs, pair_processes(blocks, insert))
+        verdict, reason, fails = decide(stats, thresholds, diffs)
     kind = INSERT if insert else SELECT
-    return LoadVerdict(test, concurrency, kind, verdict, reason, fails, reference, patched, stats)
+    return LoadVerdict(
+        test, concurrency, kind, verdict, reason, fails, reference, patched, stats, diffs
+    )
 
 
 def _failed(
@@ -186,26 +209,49 @@ def _failed(
     return Verdict.PARTIAL, f"queries failed on {failed[0]} only: {message}", PATCHED in failed
 
 
-def decide(stats: BlockedStats, thresholds: Thresholds) -> tuple[Verdict, str, bool]:
-    """The per-query rules (compare/verdict.py) on the paired statistic of the blocks."""
-    d, t = stats.diff, stats.threshold
-    figures = f"D {d:+.1%}, T {t:.1%}, min effect {thresholds.min_effect:.1%}, {stats.pairs} pairs"
-    if stats.significant and abs(d) >= thresholds.min_effect:
+def decide(
+    stats: BlockedStats, thresholds: Thresholds, diffs: Sequence[float] = ()
+) -> tuple[Verdict, str, bool]:
+    """The per-query rules (compare/verdict.py) on the paired statistic of the blocks: a
+    change must be significant, at least the min effect, and shown by every process set's D."""
+    d, t, least = stats.diff, stats.threshold, thresholds.min_effect
+    figures = f"D {d:+.1%}, T {t:.1%}, min effect {least:.1%}, {stats.pairs} pairs"
+    if diffs:
+        figures += ", D per process set " + ", ".join(f"{x:+.1%}" for x in diffs)
+    held = ""
+    if stats.significant and abs(d) >= least:
         verdict = Verdict.SLOWER if d > 0 else Verdict.FASTER
-        reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
-        return verdict, reason, verdict is Verdict.SLOWER
+        if all(x * d > 0 and abs(x) >= least for x in diffs):
+            reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
+            return verdict, reason, verdict is Verdict.SLOWER
+        held = (
+            f"; would be {verdict.value}, but not on every server process set (each set's D "
+            f"must be at least {least:.1%} in the direction of D)"
+        )
     if t >= thresholds.unstable_threshold:
-        reason = f"unstable: T >= {thresholds.unstable_threshold:.1%} ({figures})"
+        reason = f"unstable: T >= {thresholds.unstable_threshold:.1%} ({figures}){held}"
         return Verdict.UNSTABLE, reason, False
-    return Verdict.UNCHANGED, f"unchanged ({figures})", False
+    return Verdict.UNCHANGED, f"unchanged ({figures}){held}", False
 
 
-def load_verdicts(rows: Sequence[LoadBlockRow], thresholds: Thresholds) -> list[LoadVerdict]:
-    """One verdict per (test, concurrency) present in load_blocks.tsv, sorted."""
+def load_verdicts(
+    rows: Sequence[LoadBlockRow], thresholds: Thresholds, min_effects: Mapping[str, float] = {}
+) -> list[LoadVerdict]:
+    """One verdict per (test, concurrency) present in load_blocks.tsv, sorted; a test in
+    `min_effects` (its max_ignored_relative_change) has at least that min effect."""
     levels: dict[tuple[str, int], list[LoadBlockRow]] = defaultdict(list)
     for row in rows:
         levels[(row.test, row.concurrency)].append(row)
-    return [judge_level(t, c, levels[(t, c)], thresholds) for t, c in sorted(levels)]
+    return [
+        judge_level(t, c, levels[(t, c)], _of_test(thresholds, min_effects.get(t)))
+        for t, c in sorted(levels)
+    ]
+
+
+def _of_test(thresholds: Thresholds, ignored: float | None) -> Thresholds:
+    if ignored is None or ignored <= thresholds.min_effect:
+        return thresholds
+    return Thresholds(ignored, thresholds.unstable_threshold)
 
 
 @dataclass(frozen=True)
@@ -262,14 +308,20 @@ def read_load(out: Path, thresholds: Thresholds) -> LoadResults:
     (a run without load tests, or one made before the file existed)."""
     contents = read_table(out, LOAD_BLOCKS)
     problems = () if contents.missing else tuple(str(p) for p in contents.problems)
+    test_rows = read_table(out, TESTS).rows
+    effects = {
+        row.test: row.max_ignored_relative_change
+        for row in test_rows
+        if row.max_ignored_relative_change is not None
+    }
     verdicts = tuple(
-        with_interference(load_verdicts(contents.rows, thresholds), contents.rows, out)
+        with_interference(load_verdicts(contents.rows, thresholds, effects), contents.rows, out)
     )
     tests = {v.test for v in verdicts}
     stopped = tuple(
         sorted(
             row.test
-            for row in read_table(out, TESTS).rows
+            for row in test_rows
             if row.test in tests and row.reason.startswith(STOPPED_PREFIX)
         )
     )

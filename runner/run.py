@@ -302,7 +302,11 @@ class Run:
 
     def _test_row(self, test: TestDef, status: str, reason: str, wall: float) -> None:
         self._accounted.add(test.name)
-        self.writers.tests.write(TestRow(test.name, str(test.path), status, reason, wall))
+        self.writers.tests.write(
+            TestRow(
+                test.name, str(test.path), status, reason, wall, test.max_ignored_relative_change
+            )
+        )
 
     def _not_run(self, test: TestDef, reason: str) -> None:
         """Account for a test the run did not finish: never started, it is "not run" as a

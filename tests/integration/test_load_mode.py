@@ -1,7 +1,9 @@
-"""Load mode end to end on real servers: the example load tests of perf_tests/ in an A/A run
-change nothing (18.16 and the 26.9 engine fixture); the patched side restricted to one thread
-a query is slower with one client; an overlay that shrinks insert blocks makes inserts slower.
-Each run also checks load_blocks.tsv, summary.json, the report and the PR comment."""
+"""Load mode end to end on real servers, two server process sets a side (the default): the
+example load tests of perf_tests/ in an A/A run change nothing (18.16 and the 26.9 engine
+fixture), where one process set a side often called a process's insert speed a change; the
+patched side restricted to one thread a query is slower with one client; an overlay that
+shrinks insert blocks makes inserts slower. Each run also checks load_blocks.tsv,
+summary.json, the report and the PR comment."""
 
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ BUSY_CORES = 0.5
 def _run(binary: Path, out: Path, tests: list[Path], *extra: str) -> tuple[int, dict[str, Any]]:
     done = run_chperf(
         [
-            "run", "--reference", str(binary), "--patched", str(binary), "--processes", "1",
-            "--no-profile", "--out", str(out), "--tests", *map(str, tests), *extra,
+            "run", "--reference", str(binary), "--patched", str(binary), "--no-profile",
+            "--out", str(out), "--tests", *map(str, tests), *extra,
         ],
         timeout=240,
     )  # fmt: skip
@@ -68,7 +70,7 @@ def test_load_aa_on_the_example_tests_changes_nothing(server_binary: Path, tmp_p
     assert not CHANGED & set(verdicts), summary["load"]
     assert code in (0, 1) and summary["queries"] == []  # a load test has no per-query rows
     for level in (*select.values(), *insert.values()):
-        assert level["pairs"] == 12
+        assert level["pairs"] == 12 and len(level["process_diffs"]) == 2
         for side in ("reference", "patched"):
             figures = level[side]
             assert figures["errors"] == 0 and figures["qps"] > 0 and 0 < figures["harness_cpu"] < 1
@@ -81,6 +83,7 @@ def test_load_aa_on_the_example_tests_changes_nothing(server_binary: Path, tmp_p
     assert all(int(r["rows"]) == 20000 * int(r["queries"]) for r in inserts)
     first = [r for r in rows if r["test"] == "load_select_mix" and r["concurrency"] == "1"]
     assert "".join(r["server"][0] for r in first[:8]) == "rpprprrp"  # R P, P R, P R, R P
+    assert [r["process"] for r in first[:8]] == list("00001111")  # two pairs a set at a time
     comment = _check_outputs(out, "load_select_mix")
     assert "load: " in comment and "| Load test |" not in comment  # nothing changed to list
 

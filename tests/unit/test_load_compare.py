@@ -11,8 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from artifacts import tables
 from artifacts.loadblocks import LOAD_BLOCKS, LoadBlockRow
-from artifacts.tables import MONITOR, PATCHED, REFERENCE, WHOLE_TEST, MonitorRow
+from artifacts.tables import (
+    MONITOR,
+    PATCHED,
+    REFERENCE,
+    TESTS,
+    WHOLE_TEST,
+    MonitorRow,
+)
 from artifacts.tsv import write_table
 from ci.loadlines import history_rows, load_table, read_load_lines
 from compare.load import (
@@ -33,13 +41,22 @@ NOISE = (0.02, -0.015, 0.01, -0.02, 0.015, -0.01, 0.005, -0.005, 0.012, -0.012, 
 
 
 def _blocks(
-    pairs: int, patched_cost: float = 1.0, concurrency: int = 2, rows: int = 0, errors: int = 0
+    pairs: int,
+    patched_cost: float = 1.0,
+    concurrency: int = 2,
+    rows: int = 0,
+    errors: int = 0,
+    sets: int = 1,
+    set_cost: tuple[float, ...] = (),
 ) -> list[LoadBlockRow]:
-    """Blocks in run order; a query costs 10 ms on the reference, `patched_cost` times that
-    on the patched side, with a little noise each block."""
+    """Blocks in run order on `sets` process sets; a query costs 10 ms on the reference,
+    `patched_cost` times that on the patched side (times set_cost[k] on the patched process of
+    set k), with a little noise each block."""
     found = []
-    for n, slot in enumerate(block_order(pairs, (REFERENCE, PATCHED))):
+    for n, slot in enumerate(block_order(pairs, (REFERENCE, PATCHED), sets)):
         factor = patched_cost if slot.side == PATCHED else 1.0
+        if set_cost and slot.side == PATCHED:
+            factor *= set_cost[slot.process]
         seconds = 0.5 * (1 + NOISE[n % len(NOISE)])
         queries = round(50 / factor)
         found.append(
@@ -47,9 +64,41 @@ def _blocks(
                 "mix", concurrency, slot.side, slot.pair, 1.7e9 + n, seconds, queries,
                 errors if slot.side == PATCHED else 0, 0.01, 0.02, 0.03,
                 rows * queries, rows * queries * 20, 0.05, "boom" if errors else "",
+                slot.process,
             )
         )  # fmt: skip
     return found
+
+
+def test_one_slow_patched_process_is_not_a_change() -> None:
+    """An A/A where one patched server process inserts 30% slower all its life (measured on
+    this machine: one process a side called such offsets slower or faster): the other set
+    shows nothing, so the level is not a change."""
+    level = judge_level("mix", 1, _blocks(12, sets=2, set_cost=(1.3, 1.0)), Thresholds())
+    assert level.verdict is not Verdict.SLOWER and not level.fails_check
+    assert "not on every server process set" in level.reason
+    assert level.process_diffs[0] == pytest.approx(0.3, abs=0.05)
+    assert abs(level.process_diffs[1]) < 0.03
+
+
+def test_a_change_on_every_process_set_is_a_change() -> None:
+    level = judge_level("mix", 1, _blocks(12, 1.3, sets=2), Thresholds())
+    assert level.verdict is Verdict.SLOWER and level.fails_check
+    assert len(level.process_diffs) == 2 and min(level.process_diffs) > 0.2
+    assert "D per process set +" in level.reason
+    assert level.as_json()["process_diffs"] == list(level.process_diffs)
+
+
+def test_blocks_go_to_process_sets_two_pairs_at_a_time() -> None:
+    order = block_order(6, (REFERENCE, PATCHED), 2)
+    assert [(s.pair, s.process) for s in order[::2]] == [
+        (0, 0),
+        (1, 0),
+        (2, 1),
+        (3, 1),
+        (4, 0),
+        (5, 0),
+    ]
 
 
 def test_equal_servers_are_unchanged() -> None:
@@ -134,6 +183,21 @@ def test_a_damaged_line_fails_the_check(tmp_path: Path) -> None:
         "load_blocks.tsv" in f
         for f in loaded.failures(type("O", (), {"fail_on_unstable": False})())
     )
+
+
+def test_the_tests_max_ignored_relative_change_is_its_levels_min_effect(tmp_path: Path) -> None:
+    """A 20% lower throughput on both process sets is slower at the default min effect, and
+    unchanged in a test whose tests.tsv row says changes up to 30% are ignored."""
+    write_table(tmp_path, LOAD_BLOCKS, _blocks(12, 1.25, sets=2))
+    (level,) = read_load(tmp_path, Thresholds()).verdicts
+    assert level.verdict is Verdict.SLOWER
+    write_table(tmp_path, TESTS, [tables.TestRow("mix", "mix.xml", "ran", "load test", 30.0, 0.3)])
+    (level,) = read_load(tmp_path, Thresholds()).verdicts
+    assert level.verdict is Verdict.UNCHANGED and not level.fails_check
+    assert "min effect 30.0%" in level.reason
+    write_table(tmp_path, TESTS, [tables.TestRow("mix", "mix.xml", "ran", "load test", 30.0, 0.01)])
+    (level,) = read_load(tmp_path, Thresholds()).verdicts  # never below the run's own
+    assert level.verdict is Verdict.SLOWER and "min effect 5.0%" in level.reason
 
 
 def test_a_run_without_the_table_has_no_load_levels(tmp_path: Path) -> None:

@@ -195,9 +195,10 @@ def test_json_artifacts_with_fields_of_any_type_read_or_are_an_error_naming_the_
     read_or_error(reader, json.dumps(document).encode())
 
 
-@functools.cache
-def golden_run() -> Path:
-    out = Path(tempfile.mkdtemp(prefix="chperf-fuzz-")) / "run"
+@pytest.fixture(scope="module")
+def golden_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small run written once for the module, under pytest's own temporary directory."""
+    out = tmp_path_factory.mktemp("fuzz") / "run"
     synthetic.write_small_run(out)
     return out
 
@@ -205,12 +206,12 @@ def golden_run() -> Path:
 @settings(FUZZ, max_examples=40)
 @given(st.data())
 def test_report_and_ci_summary_of_damaged_json_artifacts_go_on_or_raise_chperf_errors(
-    data: st.DataObject,
+    golden_run: Path, data: st.DataObject
 ) -> None:
     """The consumers of run.json and summary.json, not only their readers."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        shutil.copytree(golden_run(), out)
+        shutil.copytree(golden_run, out)
         name = data.draw(st.sampled_from((MANIFEST, SUMMARY_FILE)))
         document = json.loads((out / name).read_text())
         _replace_fields(data, document)

@@ -18,6 +18,7 @@ in the wrong direction, flags on true changes below 2%, and the client time of a
 fixed-15. Without it, the source itself is the truth (its own full-length verdicts).
 
 Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr] [--min-effect F]
+                                              [--unstable-futility-from N]
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def main() -> None:
     parser.add_argument("--max-runs", type=int, default=StopRule.max_runs)
     parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)
     parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="also the target")
+    parser.add_argument(
+        "--unstable-futility-from",
+        type=int,
+        default=None,
+        help="rule 6 also above the unstable threshold from this many runs on",
+    )
     args = parser.parse_args()
     thresholds = Thresholds(min_effect=args.min_effect)
     options = CompareOptions(thresholds=thresholds, fdr=None if args.no_fdr else FDR_Q)
@@ -70,6 +77,7 @@ def main() -> None:
         queries=len(runs),
         futility=not args.no_futility,
         unstable_threshold=None if args.no_extension else options.thresholds.unstable_threshold,
+        unstable_futility_from=args.unstable_futility_from,
     )
     options_of_run = read_manifest(args.run).get("options") or {}
     sets = int(options_of_run.get("processes") or 1)  # older runs: one process a side

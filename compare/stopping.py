@@ -56,6 +56,9 @@ class StopRule:
     queries: int = 1  # m: the number of queries in the run, for the discovery level
     unstable_threshold: float | None = UNSTABLE_THRESHOLD  # rules 5 and 6; None: neither
     futility: bool = True  # rules 6 and 7
+    # Rule 6 also above the unstable threshold from this many runs on (None: never): a study
+    # variant (bench/replay_stops.py), off because such queries then end unstable.
+    unstable_futility_from: int | None = None
 
     @property
     def extended_runs(self) -> int:
@@ -287,7 +290,11 @@ def futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
     limit = rule.unstable_threshold
     if not rule.futility or limit is None or stats.diff is None or stats.threshold is None:
         return False
-    if stats.threshold >= limit or runs >= rule.max_runs:
+    if runs >= rule.max_runs:
+        return False
+    if stats.threshold >= limit and (
+        rule.unstable_futility_from is None or runs < rule.unstable_futility_from
+    ):
         return False
     spread = future_spread(rule, runs, stats.threshold)
     return abs(stats.diff) + Z_FUTILITY * spread < change_need(rule, runs, stats.threshold)

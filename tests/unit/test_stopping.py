@@ -149,6 +149,18 @@ def test_a_query_above_the_target_settles_when_a_change_is_out_of_reach(
     assert should_stop(StopRule(futility=False), runs, 1.0, stats(diff, threshold)).stop is False
 
 
+def test_the_study_variant_applies_futility_above_the_unstable_threshold_from_its_run() -> None:
+    """bench/replay_stops.py --unstable-futility-from: a noisy query with D near 0 stops from
+    that run on (and ends unstable); by default it runs on to bring T below the threshold."""
+    noisy = stats(0.0, 0.15)
+    variant = StopRule(unstable_futility_from=12)
+    assert not should_stop(StopRule(), 12, 1.0, noisy).stop
+    assert not should_stop(variant, 10, 1.0, noisy).stop
+    decision = should_stop(variant, 12, 1.0, noisy)
+    assert decision.stop and "out of reach" in decision.reason
+    assert not should_stop(variant, 12, 1.0, stats(0.12, 0.15)).stop  # a change may come
+
+
 def test_futility_uses_the_spread_of_the_runs_still_to_come() -> None:
     # D 3%, T 7%: the need is the 5% minimum effect until T at 25 runs exceeds it. Early on
     # the remaining runs could still move D by enough; near the cap they could not.

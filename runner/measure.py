@@ -1,44 +1,27 @@
-"""Measuring one query on both servers: prewarm, ABBA runs, deaths and hangs, query_log."""
+"""Measuring one query on both servers: prewarm, ABBA runs, deaths and hangs; its query_log
+rows come from runner/querylog.py, its tables go through runner/writers.py."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 from artifacts.errors import InfrastructureError
-from artifacts.files import WriteFailed
-from artifacts.loadblocks import LOAD_BLOCKS
-from artifacts.protocols import PROTOCOL_PROBLEMS, PROTOCOL_RUNS
-from artifacts.results import RESULTS
 from artifacts.tables import (
     BOTH,
-    ERRORS,
-    MONITOR,
     PATCHED,
-    PROFILE_EVENTS,
-    QUERIES,
-    QUERY_LOG,
     REFERENCE,
-    RUNS,
     SIDES,
     STAGE_NOT_RUN,
     STAGE_PREWARM,
-    STAGE_QUERY_LOG,
     STAGE_RUN,
     STAGE_SERVER,
     STAGE_TOO_LONG,
-    STOPS,
-    TESTS,
     ErrorRow,
-    ProfileEventRow,
-    QueryLogRow,
     RunRow,
     StopRow,
 )
-from artifacts.tsv import TableWriter
 from compare.interim import InterimJudge
 from compare.randomization import Samples
 from compare.stopping import (
@@ -50,8 +33,8 @@ from compare.stopping import (
 )
 from compare.verdict import MIN_RUNS
 from runner.budget import TIMEOUT_CODES, Clock, Limits
-from runner.control import QueryLogEntry
 from runner.executor import HttpExecutor
+from runner.querylog import MeasuredRuns, collect_query_log
 from runner.results import RECHECK_LABEL, ResultRecorder, RowHasher
 from runner.schedule import (
     PREWARM_LABEL,
@@ -63,12 +46,11 @@ from runner.schedule import (
 )
 from runner.servers import ServerPair
 from runner.testdef import TestDef, TestQuery
+from runner.writers import Writers
 
-QUERY_LOG_ATTEMPTS = 10
 # After a dropped connection, how long to wait for the server process to be reaped before
 # calling it hung rather than dead.
 DEATH_GRACE_S = 2.0
-QUERY_LOG_RETRY_S = 0.2
 # KILL QUERY after the client's timeout: a server that cannot answer it this fast is hung.
 CANCEL_TIMEOUT_S = 2.0
 # The first run after an adaptive look (~20 ms of idle servers) runs ~2% slower, which in ABBA is
@@ -77,46 +59,6 @@ CANCEL_TIMEOUT_S = 2.0
 # run (its time counts in measured_runs_seconds).
 WAKE_QUERY = "SELECT count() FROM numbers(10000000)"
 WAKE_SETTINGS = {"max_threads": "1", "log_queries": "0"}
-
-
-class Writers:
-    def __init__(self, out: Path) -> None:
-        self.queries = TableWriter(out, QUERIES)
-        self.runs = TableWriter(out, RUNS)
-        self.query_log = TableWriter(out, QUERY_LOG)
-        self.profile_events = TableWriter(out, PROFILE_EVENTS)
-        self.errors = TableWriter(out, ERRORS)
-        self.tests = TableWriter(out, TESTS)
-        self.stops = TableWriter(out, STOPS)
-        self.monitor = TableWriter(out, MONITOR)
-        self.load_blocks = TableWriter(out, LOAD_BLOCKS)
-        self.protocol_runs = TableWriter(out, PROTOCOL_RUNS)
-        self.protocol_problems = TableWriter(out, PROTOCOL_PROBLEMS)
-        self.results = TableWriter(out, RESULTS)
-
-    def close(self) -> None:
-        """Close every table, also when one fails (a full disk); then raise the first failure."""
-        failed: WriteFailed | None = None
-        for writer in (
-            self.queries,
-            self.runs,
-            self.query_log,
-            self.profile_events,
-            self.errors,
-            self.tests,
-            self.stops,
-            self.monitor,
-            self.load_blocks,
-            self.protocol_runs,
-            self.protocol_problems,
-            self.results,
-        ):
-            try:
-                writer.close()
-            except WriteFailed as e:
-                failed = failed or e
-        if failed is not None:
-            raise failed
 
 
 @dataclass(frozen=True)
@@ -129,16 +71,6 @@ class Executed:
     cut_short: bool = False  # stopped at a budget's limit: the query is "not run"
     stage: str = ""  # the errors.tsv stage recorded for a failure
     reason: str = ""
-
-
-@dataclass
-class _Measured:
-    """For query_log: query_id -> (query_index, run) of successful runs, per (process set, side)."""
-
-    by_server: dict[tuple[int, str], dict[str, tuple[int, int]]] = field(default_factory=dict)
-
-    def add(self, process: int, side: str, qid: str, index: int, run: int) -> None:
-        self.by_server.setdefault((process, side), {})[qid] = (index, run)
 
 
 def sql_string(text: str) -> str:
@@ -177,7 +109,7 @@ class Measurer:
             }
             for pair in self.sets
         ]
-        self.measured = _Measured()
+        self.measured = MeasuredRuns()
         # Wall time of the measured (ABBA) runs alone, for the harness-efficiency benchmark.
         self.run_seconds = 0.0
         # Client times of the current test's queries, for interim verdicts (profiling).
@@ -508,71 +440,5 @@ class Measurer:
         return f"{what}: {failure}"
 
     def collect_query_log(self, test: str) -> None:
-        """Flush and read system.query_log for this test's runs, all servers in parallel."""
-        servers = sorted(key for key, wanted in self.measured.by_server.items() if wanted)
-
-        def read(key: tuple[int, str]) -> list[QueryLogEntry] | Exception:
-            process, side = key
-            try:
-                return self._read_query_log(process, side, sorted(self.measured.by_server[key]))
-            except Exception as e:  # a driver or network error: record it, keep the runs
-                return e
-
-        with ThreadPoolExecutor(max_workers=max(len(servers), 1)) as pool:
-            results = list(pool.map(read, servers))
-        for key, found in zip(servers, results, strict=True):
-            side, wanted = key[1], self.measured.by_server[key]
-            entries = found if isinstance(found, list) else []
-            if isinstance(found, Exception):
-                self.writers.errors.write(
-                    ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, f"reading query_log: {found}")
-                )
-            self._write_query_log(test, side, wanted, entries)
-            missing = len(wanted) - len({e.query_id for e in entries})
-            if missing and entries:
-                message = f"{missing} of {len(wanted)} runs have no query_log row"
-                self.writers.errors.write(ErrorRow(test, -1, side, STAGE_QUERY_LOG, 0, message))
-            wanted.clear()
-
-    def _read_query_log(self, process: int, side: str, query_ids: list[str]) -> list[QueryLogEntry]:
-        """A server logs a query a moment after its last byte reached the client, so rows of
-        the last runs may be missing from the first flush: flush again for those."""
-        server = self.sets[process].side(side)
-        found: dict[str, QueryLogEntry] = {}
-        for attempt in range(QUERY_LOG_ATTEMPTS):
-            if attempt:
-                time.sleep(QUERY_LOG_RETRY_S)
-            server.control.flush_logs()
-            missing = [q for q in query_ids if q not in found]
-            for entry in server.control.query_log(missing, server.capabilities):
-                found[entry.query_id] = entry
-            if len(found) == len(query_ids):
-                break
-        return list(found.values())
-
-    def _write_query_log(
-        self,
-        test: str,
-        side: str,
-        wanted: dict[str, tuple[int, int]],
-        entries: list[QueryLogEntry],
-    ) -> None:
-        for entry in entries:
-            query_index, run = wanted[entry.query_id]
-            self.writers.query_log.write(
-                QueryLogRow(
-                    test,
-                    query_index,
-                    side,
-                    run,
-                    entry.query_id,
-                    entry.server_time,
-                    entry.read_rows,
-                    entry.read_bytes,
-                    entry.memory_usage,
-                )
-            )
-            self.writers.profile_events.write_all(
-                ProfileEventRow(entry.query_id, side, name, value)
-                for name, value in entry.profile_events
-            )
+        """Flush and read system.query_log for this test's runs (runner/querylog.py)."""
+        collect_query_log(self.sets, self.measured, self.writers, test)

@@ -47,7 +47,7 @@ from runner.budget import Clock
 from runner.environment import environment_warnings
 from runner.load import measure_load_test
 from runner.machine import machine_facts
-from runner.measure import Measurer, Writers, samples_of
+from runner.measure import Measurer, samples_of
 from runner.monitor import Monitor
 from runner.options import RunOptions
 from runner.pinning import resolve as resolve_pinning
@@ -68,6 +68,7 @@ from runner.statements import (
     statements,
 )
 from runner.testdef import Statement, TestDef, TestQuery
+from runner.writers import Writers
 
 # Interim verdicts that get profile runs by default: what a developer will want explained.
 PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE})

@@ -18,13 +18,14 @@ from compare.engine import SqlEngine
 from compare.protocols import compare_protocols
 from compare.verdict import Thresholds
 from runner.budget import Clock, Limits
-from runner.measure import Measurer, Writers
+from runner.measure import Measurer
 from runner.protocol_clients import execute
 from runner.protocol_runs import ProtocolRuns
 from runner.server import ServerSpec
 from runner.serverconfig import Ports
 from runner.servers import started_servers
 from runner.testdef import parse_test
+from runner.writers import Writers
 from tests.conftest import run_chperf
 
 TEST = "protocols_large_result"

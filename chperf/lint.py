@@ -12,8 +12,8 @@ from artifacts.console import console_block, console_text
 from artifacts.errors import ChperfError, ExitCode
 from artifacts.verdicts import read_verdicts
 from compare.compare import CompareOptions, compare_directory
-from runner.lint import (
-    LintProblem,
+from runner.lint import LintProblem
+from runner.lintruns import (
     MeasuredQuery,
     lint_paths,
     measured_problems,

@@ -8,13 +8,8 @@ import pytest
 
 from artifacts.errors import ChperfError
 from chperf.lint import lint_main, measure_problems
-from runner.lint import (
-    MeasuredQuery,
-    _returns_large_result,
-    lint_paths,
-    lint_test,
-    measured_problems,
-)
+from runner.lint import _returns_large_result, lint_test
+from runner.lintruns import MeasuredQuery, lint_paths, measured_problems
 from runner.testdef import Location, parse_test
 from tests.conftest import REPO
 

@@ -27,7 +27,7 @@ from artifacts.tables import PATCHED, REFERENCE, TESTS, WHOLE_TEST, read_monitor
 from artifacts.tsv import read_table
 from compare.blocked import BlockedStats, blocked_stats, process_diffs
 from compare.interference import FOREIGN_CPU
-from compare.verdict import QueryEvidence, Thresholds, Verdict
+from compare.verdict import QueryEvidence, Thresholds, Verdict, every_process_shows
 
 # The paired test reaches its 1% level from 6 pairs (3 blocks of two pairs: p >= 2/216).
 MIN_LOAD_PAIRS = 6
@@ -150,14 +150,10 @@ def cost_pairs(blocks: Sequence[LoadBlockRow], insert: bool) -> list[tuple[float
     return [costs for costs, _ in _measured_pairs(blocks, insert)]
 
 
-def pair_processes(blocks: Sequence[LoadBlockRow], insert: bool) -> list[int]:
-    """The process set of each of cost_pairs' pairs."""
-    return [process for _, process in _measured_pairs(blocks, insert)]
-
-
 def _measured_pairs(
     blocks: Sequence[LoadBlockRow], insert: bool
 ) -> list[tuple[tuple[float, float], int]]:
+    """cost_pairs' pairs, each with the process set that ran it."""
     by_pair: dict[int, dict[str, float | None]] = defaultdict(dict)
     process: dict[int, int] = {}
     for b in blocks:
@@ -180,7 +176,8 @@ def judge_level(
     stats: BlockedStats | None = None
     diffs: tuple[float, ...] = ()
     failed = [side for side, f in ((REFERENCE, reference), (PATCHED, patched)) if f and f.errors]
-    pairs = cost_pairs(blocks, insert)
+    with_sets = _measured_pairs(blocks, insert)
+    pairs = [costs for costs, _ in with_sets]
     if failed:
         verdict, reason, fails = _failed(failed, reference, patched)
     elif len(pairs) < MIN_LOAD_PAIRS:
@@ -189,7 +186,7 @@ def judge_level(
         verdict, fails = (Verdict.INCONCLUSIVE if measured else Verdict.NOT_RUN), False
     else:
         stats = blocked_stats(pairs)
-        diffs = process_diffs(pairs, pair_processes(blocks, insert))
+        diffs = process_diffs(pairs, [process for _, process in with_sets])
         verdict, reason, fails = decide(stats, thresholds, diffs)
     kind = INSERT if insert else SELECT
     return LoadVerdict(
@@ -221,7 +218,7 @@ def decide(
     held = ""
     if stats.significant and abs(d) >= least:
         verdict = Verdict.SLOWER if d > 0 else Verdict.FASTER
-        if all(x * d > 0 and abs(x) >= least for x in diffs):
+        if every_process_shows(diffs, d, least):
             reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
             return verdict, reason, verdict is Verdict.SLOWER
         held = (
@@ -235,23 +232,20 @@ def decide(
 
 
 def load_verdicts(
-    rows: Sequence[LoadBlockRow], thresholds: Thresholds, min_effects: Mapping[str, float] = {}
+    rows: Sequence[LoadBlockRow],
+    thresholds: Thresholds,
+    min_effects: Mapping[str, float] | None = None,
 ) -> list[LoadVerdict]:
     """One verdict per (test, concurrency) present in load_blocks.tsv, sorted; a test in
     `min_effects` (its max_ignored_relative_change) has at least that min effect."""
     levels: dict[tuple[str, int], list[LoadBlockRow]] = defaultdict(list)
     for row in rows:
         levels[(row.test, row.concurrency)].append(row)
+    effects = min_effects or {}
     return [
-        judge_level(t, c, levels[(t, c)], _of_test(thresholds, min_effects.get(t)))
+        judge_level(t, c, levels[(t, c)], thresholds.raised_to(effects.get(t)))
         for t, c in sorted(levels)
     ]
-
-
-def _of_test(thresholds: Thresholds, ignored: float | None) -> Thresholds:
-    if ignored is None or ignored <= thresholds.min_effect:
-        return thresholds
-    return Thresholds(ignored, thresholds.unstable_threshold)
 
 
 @dataclass(frozen=True)

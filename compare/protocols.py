@@ -106,9 +106,7 @@ def compare_protocols(out: Path, engine: SqlEngine, thresholds: Thresholds) -> P
     effects = _min_effects(out)
     verdicts = []
     for key, s in sorted(series.items()):
-        test_thresholds = Thresholds(
-            max(thresholds.min_effect, effects.get(key[0], 0.0)), thresholds.unstable_threshold
-        )
+        test_thresholds = thresholds.raised_to(effects.get(key[0]))
         for phase in PHASES:
             found = statistics_of.get((*key, phase))
             stats = found.stats if found is not None else None

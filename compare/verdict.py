@@ -8,6 +8,7 @@ on both sides, is an error that does not fail it: the patch did not cause it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -62,6 +63,12 @@ class Verdict(Enum):
 class Thresholds:
     min_effect: float = MIN_EFFECT
     unstable_threshold: float = UNSTABLE_THRESHOLD
+
+    def raised_to(self, floor: float | None) -> Thresholds:
+        """A test's max_ignored_relative_change raises the min effect, never lowers it."""
+        if floor is None or floor <= self.min_effect:
+            return self
+        return Thresholds(floor, self.unstable_threshold)
 
 
 @dataclass(frozen=True)
@@ -284,12 +291,18 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
     return _verdict(evidence, Verdict.UNCHANGED, reason, False, min_effect, equivalence)
 
 
+def every_process_shows(diffs: Sequence[float], diff: float, min_effect: float) -> bool:
+    """Every process set's own D is in D's direction and at least the min effect (true
+    without per-set figures)."""
+    return all(d * diff > 0 and abs(d) >= min_effect for d in diffs)
+
+
 def not_on_every_process(stats: SeriesStats, diff: float, min_effect: float) -> str:
     """Why D is not a change, or "" when every server process set shows it on its own (D_k in
     D's direction, at least the min effect). Two processes of one binary can differ by 5-25%
     for minutes (memory layout, allocator state): a change on one pair only may be that."""
     diffs = stats.process_diffs
-    if all(d * diff > 0 and abs(d) >= min_effect for d in diffs):
+    if every_process_shows(diffs, diff, min_effect):
         return ""
     each = ", ".join(f"{d:+.2%}" for d in diffs)
     return (

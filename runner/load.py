@@ -4,7 +4,7 @@ that the pairs of blocks are compare/blocked.py's pairs of runs. One row per blo
 load_blocks.tsv; compare/load.py turns them into verdicts per (test, concurrency).
 
 The pairs of blocks go to the server process sets as runs do, two pairs at a time
-(runner/schedule.py): a process of a server can be 20-40% slower at inserts than another
+(runner/schedule.py): a process of a server can be 20-50% slower at inserts than another
 process of the same binary for its whole life, and with one set such an offset is a "change"
 that no patch made. compare/load.py demands the change on every set, as for queries.
 """

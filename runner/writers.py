@@ -39,20 +39,7 @@ class Writers:
     def close(self) -> None:
         """Close every table, also when one fails (a full disk); then raise the first failure."""
         failed: WriteFailed | None = None
-        for writer in (
-            self.queries,
-            self.runs,
-            self.query_log,
-            self.profile_events,
-            self.errors,
-            self.tests,
-            self.stops,
-            self.monitor,
-            self.load_blocks,
-            self.protocol_runs,
-            self.protocol_problems,
-            self.results,
-        ):
+        for writer in (w for w in vars(self).values() if isinstance(w, TableWriter)):
             try:
                 writer.close()
             except WriteFailed as e:

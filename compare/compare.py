@@ -20,10 +20,9 @@ from artifacts.results import RESULTS_SECTION
 from artifacts.stages import AA_OUTPUTS, COMPARE_OUTPUTS, remove_previous
 from artifacts.summary import write_summary
 from artifacts.tables import PATCHED, REFERENCE, SIDES
-from compare.blocked import ALPHA, smallest_p_value, structure_of, test_size
+from compare.blocked import ALPHA, structure_of, test_size
 from compare.bootstrap import Bootstrap, RatioInterval
 from compare.calibration import (
-    CALIBRATED,
     Calibration,
     calibration_rows,
     flag_cutoff,
@@ -31,20 +30,18 @@ from compare.calibration import (
 )
 from compare.engine import SqlEngine
 from compare.evidence import Evidence, GlobalProblem, gather
-from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg, sure_discovery_level
-from compare.interference import FOREIGN_CPU, STEAL, Interference, interference
+from compare.fdr import FDR_Q, Discoveries, benjamini_hochberg
+from compare.interference import Interference, interference
 from compare.load import LoadResults, read_load, without_load_tests
 from compare.metrics import gather_metrics
-from compare.noise import machine_noise
 from compare.outputs import MetricStats, summary_document, write_metrics, write_verdicts
 from compare.paired import PAIRED
 from compare.protocols import compare_protocols
-from compare.randomization import SAMPLED_SPLITS, Samples, SeriesStats
+from compare.randomization import Samples, SeriesStats
 from compare.results import gather_results, results_message, results_summary, with_results
 from compare.statistics import QueryStatistics
+from compare.summary_sections import interference_summary, noise_section, summary_extra
 from compare.verdict import (
-    EQUIVALENT,
-    INCONCLUSIVE,
     MIN_RUNS,
     FdrStatus,
     QueryEvidence,
@@ -151,9 +148,9 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     write_metrics(out, metrics)
     extra = {
         "method": options.method,
-        **_summary_extra(verdicts, discoveries, calibration),
-        "noise": _noise(evidence, verdicts),
-        "interference": _interference_summary(disturbed),
+        **summary_extra(verdicts, discoveries, calibration),
+        "noise": noise_section(evidence, verdicts),
+        "interference": interference_summary(disturbed),
         **({"load": load.as_json()} if load.verdicts else {}),
     }
     if results.recorded:  # only runs that hashed results have the key
@@ -300,76 +297,6 @@ def _with_interference(
         )
         found.append(replace(v, reason=f"{v.reason}; {note}") if note and v.stats else v)
     return found
-
-
-def _interference_summary(
-    disturbed: Mapping[tuple[str, int], Interference],
-) -> dict[str, Any] | None:
-    """summary.json's interference: None when the run has no monitor samples."""
-    if not disturbed:
-        return None
-    hit = [i for i in disturbed.values() if i.disturbed]
-    return {
-        "queries": len(disturbed),
-        "disturbed_queries": len(hit),
-        "disturbed_runs": sum(len(i.disturbed) for i in hit),
-        "foreign_cpu_max": max(i.foreign_cpu for i in disturbed.values()),
-        "steal_max": max(i.steal for i in disturbed.values()),
-        "foreign_cpu_threshold": FOREIGN_CPU,
-        "steal_threshold": STEAL,
-    }
-
-
-def _summary_extra(
-    verdicts: Sequence[QueryVerdict], fdr: Discoveries | None, calibration: Calibration | None
-) -> dict[str, Any]:
-    """summary.json's equivalence, fdr and calibration (docs/formats.md, "summary.json")."""
-    unchanged = [v.equivalence for v in verdicts if v.verdict is Verdict.UNCHANGED]
-    measured = [v for v in verdicts if v.calibration is not None]
-    return {
-        "equivalence": {e: unchanged.count(e) for e in (EQUIVALENT, INCONCLUSIVE)},
-        "fdr": None
-        if fdr is None
-        else {
-            "q": fdr.q,
-            "tests": fdr.tests,
-            "discoveries": fdr.count,
-            "cutoff": fdr.cutoff,
-            "changed": sum(1 for v in verdicts if v.verdict in (Verdict.FASTER, Verdict.SLOWER)),
-            "expected_false_discoveries_at_most": fdr.expected_false_at_most,
-            "lone_discovery_level": sure_discovery_level(fdr.q, fdr.tests),
-            "smallest_p_value": _smallest_p_value(verdicts),
-        },
-        "calibration": None
-        if calibration is None
-        else {
-            "file": calibration.source,
-            "calibrated": sum(1 for v in measured if v.calibration == CALIBRATED),
-            "not_calibrated": sum(1 for v in measured if v.calibration != CALIBRATED),
-        },
-    }
-
-
-def _noise(evidence: Evidence, verdicts: Sequence[QueryVerdict]) -> dict[str, Any] | None:
-    """The machine's noise during the run (compare/noise.py), or None without 7 pairs."""
-    thresholds = [v.stats.threshold for v in verdicts if v.stats is not None]
-    noise = machine_noise(evidence.client_time, thresholds)
-    return None if noise is None else noise.as_json()
-
-
-def _smallest_p_value(verdicts: Sequence[QueryVerdict]) -> float | None:
-    """The smallest p-value any measured query could reach at its run count; None when no
-    query says (pooled with exact splits). Above q/m, no change alone is a discovery."""
-    floors = []
-    for v in verdicts:
-        s = v.stats
-        if s is None:
-            continue
-        if s.method == PAIRED and s.pairs > 0:
-            floors.append(smallest_p_value(structure_of(s.pairs)))
-        elif not s.exact:
-            floors.append(1 / (SAMPLED_SPLITS + 1))
-    return min(floors, default=None)
 
 
 def judge(

@@ -28,21 +28,16 @@ from artifacts.tables import (
     BOTH,
     SIDES,
     STAGE_NOT_RUN,
-    STAGE_PARSE,
-    STAGE_SETUP,
-    STAGE_TEARDOWN,
     TEST_ERROR,
     TEST_NOT_RUN,
     TEST_RAN,
     TEST_SKIPPED,
-    WHOLE_TEST,
     ErrorRow,
     MonitorRow,
-    QueryRow,
-    TestRow,
 )
 from compare.interim import InterimJudge
 from compare.verdict import Verdict
+from runner.accounting import Accounts, stop_reason
 from runner.budget import Clock
 from runner.environment import environment_warnings
 from runner.load import measure_load_test
@@ -60,14 +55,12 @@ from runner.servers import ServerPair, started_server_sets
 from runner.settle import SETTLE_TIMEOUT_S
 from runner.statements import (
     DROP_KINDS,
-    SETUP_KINDS,
-    SETUP_TIMEOUT_S,
     missing_tables,
-    on_every_server,
     settle_all,
     statements,
 )
-from runner.testdef import Statement, TestDef, TestQuery
+from runner.testdef import TestDef
+from runner.testsetup import everywhere, set_up, tear_down
 from runner.writers import Writers
 
 # Interim verdicts that get profile runs by default: what a developer will want explained.
@@ -93,18 +86,16 @@ class Run:
         )
         self._start = time.monotonic()
         self.clock = Clock(options.limits)
-        self._accounted: set[str] = set()  # tests with their row in tests.tsv
-        self._listed: set[str] = set()  # tests with their rows in queries.tsv
+        self.accounts = Accounts(self.writers, options)
         # the environment monitor's verdict on a wall-clock window, while it runs
         self._disturbed: Callable[[float, float], bool] | None = None
-        self._ended: set[tuple[str, int]] = set()  # queries whose measurement ended
         self._reserve = Reserve(options.out)  # room for run.json's last write
 
     def execute(self) -> None:
         status = INTERRUPTED
         try:
             self._reserve.hold()
-            self._record_parse_problems()
+            self.accounts.parse_problems(self.loaded)
             self.manifest.write(self.options.out)
             if not any(self._needs_servers(t) for t in self.loaded.tests):
                 # Nothing to measure (no test loaded, or all skipped): no servers to start.
@@ -150,9 +141,9 @@ class Run:
         self._write_end(status, error)
 
     def _account_for_every_test(self, error: BaseException | None) -> None:
-        stopped = _stop_reason(error)
+        stopped = stop_reason(error)
         for test in self.loaded.tests:
-            self._not_run(test, stopped)
+            self.accounts.not_run(test, stopped)
 
     def _write_end(self, status: str, error: BaseException | None) -> None:
         end = datetime.now(UTC).isoformat(timespec="seconds")
@@ -167,11 +158,6 @@ class Run:
             # The run's own error says what went wrong first; this one only adds to it.
             what = f"{MANIFEST} does not say how the run ended: {e.message}"
             print(f"chperf: warning: {console_text(what, 1000)}", file=sys.stderr)
-
-    def _record_parse_problems(self) -> None:
-        for name, path, error in self.loaded.problems:
-            self.writers.errors.write(ErrorRow(name, WHOLE_TEST, BOTH, STAGE_PARSE, 0, str(error)))
-            self.writers.tests.write(TestRow(name, str(path), "error", error.reason, 0.0))
 
     def _servers_started(self, sets: tuple[ServerPair, ...]) -> None:
         self.manifest.servers_started([pair.infos() for pair in sets])
@@ -233,12 +219,13 @@ class Run:
                 current = test
                 why = self.clock.out_of_time()
                 if why is not None and self._needs_servers(test):
-                    self._not_run(test, why)
+                    self.accounts.not_run(test, why)
                     continue
                 self.clock.start_test()
                 if self._run_test(measurer, progress, test) and profiler is not None:
                     self._profile(profiler, judge, measurer, test, progress)
-                self._teardown(measurer, test)
+                if self.options.long or not test.is_long:
+                    tear_down(measurer, self.writers, self.clock, test)
                 self.clock.end_test()
                 measurer.samples.clear()
                 measurer.first_failures.clear()
@@ -289,51 +276,6 @@ class Run:
                 ):
                     profiler.profile(test, query)
 
-    def _list_queries(self, test: TestDef) -> tuple[TestQuery, ...]:
-        queries = selected_queries(test, self.options)
-        if test.name not in self._listed:
-            self._listed.add(test.name)
-            if test.load is not None:
-                return queries  # a load test's verdicts come from load_blocks.tsv
-            for q in queries:
-                self.writers.queries.write(
-                    QueryRow(test.name, q.index, q.sql, test.max_ignored_relative_change, q.name)
-                )
-        return queries
-
-    def _test_row(self, test: TestDef, status: str, reason: str, wall: float) -> None:
-        self._accounted.add(test.name)
-        self.writers.tests.write(
-            TestRow(
-                test.name, str(test.path), status, reason, wall, test.max_ignored_relative_change
-            )
-        )
-
-    def _not_run(self, test: TestDef, reason: str) -> None:
-        """Account for a test the run did not finish: never started, it is "not run" as a
-        whole; started, each of its queries whose measurement did not end is."""
-        if test.name in self._accounted:
-            return
-        queries = self._list_queries(test)
-        if test.is_long and not self.options.long:
-            self._test_row(test, TEST_SKIPPED, "tagged long; pass --long to run it", 0.0)
-            return
-        if not queries:
-            return  # --query-index left nothing of this test
-        if test.skip_reason:
-            self._test_row(test, TEST_SKIPPED, test.skip_reason, 0.0)
-            return
-        ended = [q for q in queries if (test.name, q.index) in self._ended]
-        if not ended:
-            self._test_row(test, TEST_NOT_RUN, reason, 0.0)
-            return
-        for q in queries:
-            if (test.name, q.index) not in self._ended:
-                self.writers.errors.write(
-                    ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, reason)
-                )
-        self._test_row(test, TEST_RAN, f"{len(ended)} of {len(queries)} queries: {reason}", 0.0)
-
     def _collect_after_interrupt(self, measurer: Measurer, test: TestDef) -> None:
         """Keep the query_log rows of the runs already made (the servers are about to stop)."""
         try:
@@ -344,32 +286,32 @@ class Run:
     def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> bool:
         """Set up and measure one test; True when its queries were measured."""
         start = time.monotonic()
-        queries = self._list_queries(test)
+        queries = self.accounts.list_queries(test)
         if test.is_long and not self.options.long:
-            self._test_row(test, TEST_SKIPPED, "tagged long; pass --long to run it", 0.0)
+            self.accounts.test_row(test, TEST_SKIPPED, "tagged long; pass --long to run it", 0.0)
             return False
         if not queries:
             return False
         missing = test.skip_reason or missing_tables(measurer.sets, test.required_tables)
         if missing:
             reason = test.skip_reason or f"precondition not met: {missing}"
-            self._test_row(test, TEST_SKIPPED, reason, 0.0)
+            self.accounts.test_row(test, TEST_SKIPPED, reason, 0.0)
             progress.skip_queries(len(queries))
             return False
-        self._on_every_server(measurer, test, statements(test, DROP_KINDS), stage=None)
-        sides, setup_error = self._set_up(measurer, test, queries)
+        everywhere(measurer, self.clock, test, statements(test, DROP_KINDS), stage=None)
+        sides, setup_error = set_up(measurer, self.writers, self.clock, test, queries)
         status, reason = TEST_RAN, ""
         why = self.clock.out_of_time()
         if why is not None:
             # The budget ran out during the setup (a fill it cut short, perhaps): the test is
             # not run, not an error of the test.
-            self._test_row(test, TEST_NOT_RUN, why, time.monotonic() - start)
+            self.accounts.test_row(test, TEST_NOT_RUN, why, time.monotonic() - start)
             progress.skip_queries(len(queries))
             return False
         if sides and test.load is not None:
             reason = measure_load_test(measurer, self.clock, progress, test, sides)
             progress.skip_queries(len(queries))
-            self._test_row(test, TEST_RAN, reason, time.monotonic() - start)
+            self.accounts.test_row(test, TEST_RAN, reason, time.monotonic() - start)
             return False  # no profile runs: they explain single queries
         if sides:
             if len(sides) < len(SIDES):
@@ -385,11 +327,11 @@ class Run:
                         ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, why)
                     )
                     progress.skip_queries(1)
-                    self._ended.add((test.name, q.index))
+                    self.accounts.ended.add((test.name, q.index))
                     continue
                 progress.start_query(test.name, q.index, q.name)
                 measurer.measure(test, q, sides)
-                self._ended.add((test.name, q.index))
+                self.accounts.ended.add((test.name, q.index))
                 progress.end_query()
             measurer.collect_query_log(test.name)
             if test.protocols is not None:
@@ -406,69 +348,12 @@ class Run:
             status, reason = TEST_ERROR, f"setup failed: {setup_error}"
             print(f"chperf: {console_text(test.name)}: {console_text(reason)}", file=sys.stderr)
             progress.skip_queries(len(queries))
-        self._test_row(test, status, reason, time.monotonic() - start)
+        self.accounts.test_row(test, status, reason, time.monotonic() - start)
         return status == TEST_RAN
-
-    def _set_up(
-        self, measurer: Measurer, test: TestDef, queries: tuple[TestQuery, ...]
-    ) -> tuple[tuple[str, ...], str]:
-        """Create and fill on every server; the sides where that worked, and the first
-        failure's message. A setup that fails on one side only (a setting or function that
-        server lacks) is each query's failure on that side, and the queries run on the other:
-        partial, not an error of the test."""
-        errors = self._on_every_server(measurer, test, statements(test, SETUP_KINDS), STAGE_SETUP)
-        first: dict[str, ErrorRow] = {}
-        for error in errors:
-            first.setdefault(error.server, error)
-        sides = tuple(side for side in SIDES if side not in first)
-        for error in first.values():
-            if not sides:
-                self.writers.errors.write(error)
-                continue
-            for q in queries:
-                self.writers.errors.write(dataclasses.replace(error, query_index=q.index))
-        message = next(iter(first.values())).message if first else ""
-        return sides, message
 
     def _warn(self, message: str) -> None:
         print(f"chperf: warning: {console_text(message, 1000)}", file=sys.stderr)
         self.manifest.warn(message)
-
-    def _teardown(self, measurer: Measurer, test: TestDef) -> None:
-        if self.options.long or not test.is_long:
-            errors = self._on_every_server(
-                measurer, test, statements(test, DROP_KINDS), STAGE_TEARDOWN
-            )
-            for error in errors:
-                self.writers.errors.write(error)
-
-    def _on_every_server(
-        self, measurer: Measurer, test: TestDef, queries: tuple[Statement, ...], stage: str | None
-    ) -> list[ErrorRow]:
-        """Setup/teardown statements on every server; servers that stopped answering are
-        restarted. The failures, for the caller to record."""
-        errors = []
-        limit = self.clock.cap(SETUP_TIMEOUT_S).seconds  # a budget cuts a long fill short
-        for outcome in on_every_server(measurer.sets, test, queries, stage, limit):
-            process, side = outcome.server
-            if outcome.error is not None:
-                errors.append(outcome.error)
-            if outcome.gone is not None:
-                where = f"during {test.name} {stage or 'drop'} queries"
-                measurer.recover(side, test.name, WHOLE_TEST, where, outcome.gone.message, process)
-        return errors
-
-
-def _stop_reason(error: BaseException | None) -> str:
-    """Why the queries a run did not reach are "not run"."""
-    if isinstance(error, KeyboardInterrupt):
-        return "interrupted (SIGINT)"
-    if isinstance(error, Terminated):
-        return "terminated (SIGTERM)"
-    if error is not None:
-        what = error.message if isinstance(error, ChperfError) else str(error)  # not the hint
-        return f"the run stopped: {console_text(what, 200)}"
-    return "the run ended before it"
 
 
 def _forecast(profiler: Profiler | None) -> ProfileForecast | None:

@@ -1,0 +1,73 @@
+"""A test's setup and teardown statements on every server process: create and fill before the
+queries are measured, drop after. A server that stopped answering is restarted; each failure
+becomes a row of errors.tsv.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from artifacts.tables import SIDES, STAGE_SETUP, STAGE_TEARDOWN, WHOLE_TEST, ErrorRow
+from runner.budget import Clock
+from runner.measure import Measurer
+from runner.statements import (
+    DROP_KINDS,
+    SETUP_KINDS,
+    SETUP_TIMEOUT_S,
+    on_every_server,
+    statements,
+)
+from runner.testdef import Statement, TestDef, TestQuery
+from runner.writers import Writers
+
+
+def set_up(
+    measurer: Measurer,
+    writers: Writers,
+    clock: Clock,
+    test: TestDef,
+    queries: tuple[TestQuery, ...],
+) -> tuple[tuple[str, ...], str]:
+    """Create and fill on every server; the sides where that worked, and the first
+    failure's message. A setup that fails on one side only (a setting or function that
+    server lacks) is each query's failure on that side, and the queries run on the other:
+    partial, not an error of the test."""
+    errors = everywhere(measurer, clock, test, statements(test, SETUP_KINDS), STAGE_SETUP)
+    first: dict[str, ErrorRow] = {}
+    for error in errors:
+        first.setdefault(error.server, error)
+    sides = tuple(side for side in SIDES if side not in first)
+    for error in first.values():
+        if not sides:
+            writers.errors.write(error)
+            continue
+        for q in queries:
+            writers.errors.write(dataclasses.replace(error, query_index=q.index))
+    message = next(iter(first.values())).message if first else ""
+    return sides, message
+
+
+def tear_down(measurer: Measurer, writers: Writers, clock: Clock, test: TestDef) -> None:
+    for error in everywhere(measurer, clock, test, statements(test, DROP_KINDS), STAGE_TEARDOWN):
+        writers.errors.write(error)
+
+
+def everywhere(
+    measurer: Measurer,
+    clock: Clock,
+    test: TestDef,
+    queries: tuple[Statement, ...],
+    stage: str | None,
+) -> list[ErrorRow]:
+    """Setup/teardown statements on every server; servers that stopped answering are
+    restarted. The failures, for the caller to record."""
+    errors = []
+    limit = clock.cap(SETUP_TIMEOUT_S).seconds  # a budget cuts a long fill short
+    for outcome in on_every_server(measurer.sets, test, queries, stage, limit):
+        process, side = outcome.server
+        if outcome.error is not None:
+            errors.append(outcome.error)
+        if outcome.gone is not None:
+            where = f"during {test.name} {stage or 'drop'} queries"
+            measurer.recover(side, test.name, WHOLE_TEST, where, outcome.gone.message, process)
+    return errors

@@ -6,7 +6,7 @@ as input files whose path is a parameter, never pasted into the SQL text.
 from __future__ import annotations
 
 import json
-import tempfile
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -15,8 +15,11 @@ from typing import Any
 from chdb import session as chdb_session
 
 from artifacts.errors import InfrastructureError
+from artifacts.scratch import make_scratch, sweep
 
 SQL_DIR = Path(__file__).resolve().parent
+# The chDB session's files and compare's input files, under TMPDIR.
+SCRATCH_PREFIX = "chperf-compare-"
 
 Params = Mapping[str, str | int | float]
 
@@ -30,8 +33,8 @@ class SqlEngine:
     """One chDB session with a private scratch directory for input files and tables."""
 
     def __init__(self) -> None:
-        self._scratch = tempfile.TemporaryDirectory(prefix="chperf-compare-")
-        self.scratch = Path(self._scratch.name)
+        sweep(SCRATCH_PREFIX)  # left by a chperf that was killed (artifacts/scratch.py)
+        self.scratch = make_scratch(SCRATCH_PREFIX)
         self._session = chdb_session.Session(str(self.scratch / "chdb"))  # type: ignore[no-untyped-call]
         # No JIT: compare's queries each run once over small data, and chDB compiles an
         # expression again in every new session once the process has seen it often enough,
@@ -55,7 +58,7 @@ class SqlEngine:
 
     def close(self) -> None:
         self._session.close()  # type: ignore[no-untyped-call]
-        self._scratch.cleanup()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def execute(self, statement: str, params: Params | None = None, *, source: str) -> str:
         """Run one statement; `source` names the .sql file in error messages."""

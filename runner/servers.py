@@ -13,6 +13,7 @@ from pathlib import Path
 
 from artifacts.console import console_text
 from artifacts.errors import InfrastructureError
+from artifacts.scratch import disown, make_scratch, sweep
 from artifacts.tables import PATCHED, REFERENCE
 from runner.control import ControlClient
 from runner.schedule import abba_pair, first_run
@@ -26,6 +27,9 @@ from runner.server import (
     sha256_of,
 )
 from runner.serverconfig import ServerLayout
+
+# The servers' data directories: under --servers-dir or TMPDIR (artifacts/scratch.py).
+SERVERS_PREFIX = "chperf-servers-"
 
 
 @dataclass
@@ -120,8 +124,14 @@ def started_server_sets(
     private directory; stop them all by PID whatever happens (a second Ctrl-C meanwhile is
     ignored). Processes of one binary can differ by 5-25% for minutes; a second set tells that
     from a change (bench/bench_aa.py, docs/method.md "Two server processes a side")."""
+    for stale in sweep(SERVERS_PREFIX, parent_dir):
+        print(
+            f"chperf: removed {console_text(str(stale), 1000)}, the servers' directory of a "
+            "chperf that was killed",
+            file=sys.stderr,
+        )
     try:
-        root = Path(tempfile.mkdtemp(prefix="chperf-servers-", dir=parent_dir))  # mode 0700
+        root = make_scratch(SERVERS_PREFIX, parent_dir)  # mode 0700
     except OSError as e:
         raise InfrastructureError(
             f"cannot create the servers' directory under {parent_dir or tempfile.gettempdir()}:"
@@ -159,6 +169,8 @@ def started_server_sets(
             for process in processes:
                 process.stop()
             if keep_dir:
+                with contextlib.suppress(OSError):
+                    disown(root)
                 print(
                     f"chperf: server directories kept in {console_text(str(root), 1000)}",
                     file=sys.stderr,

@@ -142,6 +142,31 @@ def test_patched_server_killed_mid_run_is_restarted_and_recorded(
     assert not processes_under(servers_dir)
 
 
+def test_a_killed_run_leaves_its_servers_directory_and_the_next_run_removes_it(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    # SIGKILL gives chperf no chance to clean up: its servers die with it (PR_SET_PDEATHSIG),
+    # their data stays; the next run under the same parent removes it (artifacts/scratch.py).
+    process, out, servers_dir = start_run(tmp_path, server_binary, "several.xml", "--runs", "25")
+    wait_for(lambda: servers_started(out) and run_rows(out) >= 4)
+    process.kill()
+    process.communicate(timeout=30)
+    wait_for(lambda: not processes_under(servers_dir))
+    (left,) = list(servers_dir.iterdir())
+    assert (left / ".chperf-owner").is_file() and (left / "reference").is_dir()
+
+    second = start_chperf(
+        ["--tests", str(DATA / "reliability" / "several.xml"), "--query-index", "0",
+         "--runs", "6", "--no-profile", "--out", str(tmp_path / "out2"),
+         "--servers-dir", str(servers_dir), "--reference", str(server_binary),
+         "--patched", str(server_binary)]
+    )  # fmt: skip
+    _, stderr = second.communicate(timeout=300)
+    assert second.returncode == 0, stderr
+    assert f"chperf: removed {left}, the servers' directory of a chperf that was killed" in stderr
+    assert list(servers_dir.iterdir()) == []
+
+
 def test_server_that_stops_answering_is_restarted_and_the_query_recorded(
     tmp_path: Path, server_binary: Path
 ) -> None:

@@ -4,15 +4,18 @@ chperf removes its scratch directories (the servers' data, compare's chDB sessio
 ends, also on SIGINT and SIGTERM. SIGKILL (a CI job's timeout, the OOM killer) gives it no
 chance: the servers die with it (PR_SET_PDEATHSIG), but their data stays, several GB a run.
 So each scratch directory holds an owner file naming the process that made it (PID, its start
-time, the boot), and the next chperf to make a directory of the same kind under the same parent
-removes those whose owner is gone. A directory without an owner file (another tool's, or one
-kept with --keep-servers-dir) is never touched, nor one of another user.
+time, the boot, the host and the PID namespace), and the next chperf to make a directory of the
+same kind under the same parent removes those whose owner is gone. A directory without an owner
+file (another tool's, or one kept with --keep-servers-dir) is never touched, nor one of another
+user, nor one whose owner this process cannot see (another host on a shared file system,
+another container's PID namespace).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,21 +29,35 @@ class Owner:
     pid: int
     start: str  # /proc/PID/stat field 22: clock ticks since boot, tells a reused PID apart
     boot: str
+    host: str
+    pid_namespace: str
 
     def line(self) -> str:
-        return f"{self.pid} {self.start} {self.boot}\n"
+        return f"{self.pid} {self.start} {self.boot} {self.host} {self.pid_namespace}\n"
 
     @staticmethod
     def parse(text: str) -> Owner | None:
         parts = text.split()
-        if len(parts) != 3 or not parts[0].isdigit():
+        if len(parts) != 5 or not parts[0].isdigit():
             return None
-        return Owner(int(parts[0]), parts[1], parts[2])
+        return Owner(int(parts[0]), *parts[1:])
 
 
 def _boot_id() -> str:
     try:
         return BOOT_ID.read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _token(text: str) -> str:
+    """One field of the owner line: no whitespace, never empty."""
+    return "".join(text.split()) or "unknown"
+
+
+def _pid_namespace() -> str:
+    try:
+        return _token(os.readlink("/proc/self/ns/pid"))
     except OSError:
         return "unknown"
 
@@ -58,14 +75,22 @@ def process_start(pid: int) -> str | None:
 
 def current_owner() -> Owner:
     pid = os.getpid()
-    return Owner(pid, process_start(pid) or "unknown", _boot_id())
+    start = process_start(pid) or "unknown"
+    return Owner(pid, start, _boot_id(), _token(socket.gethostname()), _pid_namespace())
 
 
-def alive(owner: Owner) -> bool:
-    """Whether the process that wrote `owner` still runs (the same boot, PID and start)."""
-    if owner.boot != _boot_id():
+def gone(owner: Owner) -> bool:
+    """Whether the process that wrote `owner` is known to have ended: this host rebooted since,
+    or, in this boot and PID namespace, no process has its PID and start time. An owner this
+    process cannot see (another host, another PID namespace) is not known to have ended."""
+    me = current_owner()
+    if owner.host != me.host or "unknown" in (owner.boot, me.boot):
         return False
-    return process_start(owner.pid) == owner.start
+    if owner.boot != me.boot:
+        return True
+    if owner.pid_namespace != me.pid_namespace or me.pid_namespace == "unknown":
+        return False
+    return process_start(owner.pid) != owner.start
 
 
 def make_scratch(prefix: str, parent: Path | None = None) -> Path:
@@ -100,7 +125,7 @@ def sweep(prefix: str, parent: Path | None = None) -> list[Path]:
             owner = Owner.parse((path / OWNER_FILE).read_text(errors="replace")[:200])
         except OSError:
             continue  # no owner file: not ours to remove
-        if owner is None or alive(owner):
+        if owner is None or not gone(owner):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)

@@ -3,6 +3,7 @@ else is (artifacts/scratch.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -27,7 +28,7 @@ def _dead_owner() -> Owner:
     child.kill()
     child.wait()
     assert start is not None
-    return Owner(child.pid, start, current_owner().boot)
+    return dataclasses.replace(current_owner(), pid=child.pid, start=start)
 
 
 def _owned_by(path: Path, owner: Owner) -> Path:
@@ -55,10 +56,22 @@ def test_the_directory_of_a_live_owner_is_kept_and_of_a_dead_one_removed(tmp_pat
 
 def test_a_reused_pid_or_another_boot_does_not_keep_a_directory(tmp_path: Path) -> None:
     me = current_owner()
-    reused = _owned_by(tmp_path / f"{PREFIX}reused", Owner(me.pid, "1", me.boot))
-    rebooted = _owned_by(tmp_path / f"{PREFIX}rebooted", Owner(me.pid, me.start, "other-boot"))
+    reused = _owned_by(tmp_path / f"{PREFIX}reused", dataclasses.replace(me, start="1"))
+    rebooted = _owned_by(tmp_path / f"{PREFIX}rebooted", dataclasses.replace(me, boot="earlier"))
     assert sorted(sweep(PREFIX, tmp_path)) == sorted([reused, rebooted])
     assert not reused.exists() and not rebooted.exists()
+
+
+def test_an_owner_on_another_host_or_in_another_pid_namespace_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    dead = _dead_owner()  # gone here, but on another host or in another namespace it may run
+    elsewhere = _owned_by(tmp_path / f"{PREFIX}host", dataclasses.replace(dead, host="other"))
+    container = _owned_by(
+        tmp_path / f"{PREFIX}ns", dataclasses.replace(dead, pid_namespace="pid:[1]")
+    )
+    assert sweep(PREFIX, tmp_path) == []
+    assert elsewhere.is_dir() and container.is_dir()
 
 
 def test_directories_without_a_valid_owner_or_of_another_kind_are_never_touched(

@@ -18,7 +18,7 @@ in the wrong direction, flags on true changes below 2%, and the client time of a
 fixed-15. Without it, the source itself is the truth (its own full-length verdicts).
 
 Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr] [--min-effect F]
-                                              [--unstable-futility-from N]
+                                              [--unstable-futility-from N] [--budget S]
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ def main() -> None:
     parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)
     parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="also the target")
     parser.add_argument(
+        "--budget",
+        type=float,
+        default=StopRule.budget_seconds,
+        help="a query's time budget: both sides' client time, seconds",
+    )
+    parser.add_argument(
         "--unstable-futility-from",
         type=int,
         default=None,
@@ -78,6 +84,7 @@ def main() -> None:
         futility=not args.no_futility,
         unstable_threshold=None if args.no_extension else options.thresholds.unstable_threshold,
         unstable_futility_from=args.unstable_futility_from,
+        budget_seconds=args.budget,
     )
     options_of_run = read_manifest(args.run).get("options") or {}
     sets = int(options_of_run.get("processes") or 1)  # older runs: one process a side

@@ -25,12 +25,13 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from artifacts.manifest import read_manifest
 from bench.runs import LARGE, SMALL, Key, run_pairs
 from compare.blocked import PAIRS_PER_BLOCK, Pair, blocked_stats, process_diffs
 from compare.verdict import MIN_EFFECT, every_process_shows
 from runner.schedule import server_set
 
-SETS = 2  # chperf's default process sets: block b runs on set b % 2
+DEFAULT_SETS = 2  # chperf's default process sets: block b runs on set b % 2
 
 
 @dataclass
@@ -44,11 +45,10 @@ class Tally:
     found_large: int = 0
 
 
-def window_flag(pairs: list[Pair], first_run: int) -> float | None:
+def window_flag(pairs: list[Pair], first_run: int, sets: int = DEFAULT_SETS) -> float | None:
     """D when compare's per-query rule calls the window changed, else None."""
     stats = blocked_stats(pairs)
-    sets = [server_set(first_run + i, SETS) for i in range(len(pairs))]
-    diffs = process_diffs(pairs, sets)
+    diffs = process_diffs(pairs, [server_set(first_run + i, sets) for i in range(len(pairs))])
     if (
         stats.significant
         and abs(stats.diff) >= MIN_EFFECT
@@ -58,7 +58,9 @@ def window_flag(pairs: list[Pair], first_run: int) -> float | None:
     return None
 
 
-def score(series: dict[Key, list[Pair]], window: int, truth_pairs: int) -> tuple[Tally, list[str]]:
+def score(
+    series: dict[Key, list[Pair]], window: int, truth_pairs: int, sets: int = DEFAULT_SETS
+) -> tuple[Tally, list[str]]:
     tally, notes = Tally(), []
     for key, pairs in series.items():
         if len(pairs) < truth_pairs:
@@ -68,19 +70,18 @@ def score(series: dict[Key, list[Pair]], window: int, truth_pairs: int) -> tuple
         for start in range(0, truth_pairs - window + 1, PAIRS_PER_BLOCK):
             tally.windows += 1
             tally.large_windows += abs(whole) >= LARGE
-            flag = window_flag(pairs[start : start + window], start)
+            flag = window_flag(pairs[start : start + window], start, sets)
             if flag is None:
                 continue
             tally.flagged += 1
             tally.found_large += abs(whole) >= LARGE and flag * whole > 0
-            if abs(whole) < SMALL:
-                tally.flagged_small += 1
+            small, wrong = abs(whole) < SMALL, flag * whole < 0
+            tally.flagged_small += small
+            tally.flagged_wrong += wrong and not small
+            if small or wrong:
                 notes.append(f"{key[0]} #{key[1]} pairs {start}-{start + window - 1}: "
-                             f"{flag:+.1%} against {whole:+.1%}")  # fmt: skip
-            elif flag * whole < 0:
-                tally.flagged_wrong += 1
-                notes.append(f"{key[0]} #{key[1]} pairs {start}-{start + window - 1}: "
-                             f"{flag:+.1%} against {whole:+.1%} (wrong direction)")  # fmt: skip
+                             f"{flag:+.1%} against {whole:+.1%}"
+                             + ("" if small else " (wrong direction)"))  # fmt: skip
     return tally, notes
 
 
@@ -92,7 +93,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.pairs < 6 or args.pairs % PAIRS_PER_BLOCK:
         raise SystemExit("--pairs must be an even number of at least 6 (whole blocks)")
-    tally, notes = score(run_pairs(args.truth), args.pairs, args.truth_pairs)
+    options = read_manifest(args.truth).get("options") or {}
+    sets = int(options.get("processes") or 1)  # older runs: one process a side
+    tally, notes = score(run_pairs(args.truth), args.pairs, args.truth_pairs, sets)
     print(f"windows of {args.pairs} pairs: {tally.windows}, flagged {tally.flagged}")
     print(f"  on queries whose {args.truth_pairs}-pair change is below {SMALL:.0%} "
           f"({tally.small_queries} queries): {tally.flagged_small} flagged windows")  # fmt: skip

@@ -57,10 +57,14 @@ class RunManifest:
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
-    def measurement_ended(self, run_seconds: float, wake_queries: int) -> None:
+    def measurement_ended(
+        self, run_seconds: float, wake_queries: int, renewals: Sequence[float] = ()
+    ) -> None:
         self.measured = {
             "measured_runs_seconds": round(run_seconds, 6),
             "wake_queries": wake_queries,
+            "set_renewals": len(renewals),
+            "set_renewal_seconds": round(sum(renewals), 3),
         }
 
     def profiles_taken(self, records: Sequence[object], unavailable: str | None,

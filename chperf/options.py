@@ -72,6 +72,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         query_indices=frozenset(args.query_index),
         runs=args.runs or RunOptions.runs,
         processes=args.processes,
+        renew_set=args.renew_set,
         stop_rule=None if args.runs else stop_rule(args, compare),
         profile=ProfileOptions(
             mode="none" if args.no_profile else "all" if args.profile_all else "changed",

@@ -121,6 +121,13 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         f"change must show on each (default {RunOptions.processes}; 1: one process a side)",
     )
     p.add_argument(
+        "--no-renew-set",
+        dest="renew_set",
+        action="store_false",
+        help="keep every server process for the whole run; by default the last process set of "
+        "each side starts afresh before each test but the first, so the sets' histories differ",
+    )
+    p.add_argument(
         "--pin-cpu",
         type=_pin_request,
         default=pinning.AUTO,

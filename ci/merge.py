@@ -244,6 +244,10 @@ def merged_manifest(shards: Sequence[ShardRun]) -> dict[str, Any]:
             float(s.manifest.get("measured_runs_seconds") or 0) for s in shards
         ),
         "wake_queries": sum(int(s.manifest.get("wake_queries") or 0) for s in shards),
+        "set_renewals": sum(int(s.manifest.get("set_renewals") or 0) for s in shards),
+        "set_renewal_seconds": sum(
+            float(s.manifest.get("set_renewal_seconds") or 0) for s in shards
+        ),
         "warnings": [w for s in shards for w in s.manifest.get("warnings", [])],
         "profiles": [p for s in shards for p in s.manifest.get("profiles", [])],
         "shards": [_shard_entry(s) for s in shards],

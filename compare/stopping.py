@@ -38,10 +38,10 @@ Z_FUTILITY = 1.2816
 DISTURBED_SHARE = 0.25
 
 
-# A look after every whole block of two pairs (none during an extension). With a block cut in
-# half the interval is wider than without that half block (its one cross difference can widen
-# the interval, the critical rank stays), so a look there settles almost nothing the look
-# before it did not.
+# A look after every whole block of two pairs (during an extension for rule 4 only). With a
+# block cut in half the interval is wider than without that half block (its one cross
+# difference can widen the interval, the critical rank stays), so a look there settles almost
+# nothing the look before it did not.
 CHECK_EVERY = 2
 
 
@@ -139,11 +139,18 @@ def _budget(look: Look) -> StopDecision | None:
 
 
 def _extended(look: Look) -> StopDecision | None:
+    """Rule 5's extension runs to its end; only rule 4 can end it sooner, as it can at any
+    look: a p-value that is already a BH discovery."""
     rule, runs = look.rule, look.runs
     if runs <= rule.max_runs:
         return None
     if runs >= rule.extended_runs:
         return StopDecision(True, f"reached {runs} runs (extended)")
+    s = look.stats
+    if s is not None and s.diff is not None and s.threshold is not None:
+        settled = _discovery(look)
+        if settled is not None:
+            return settled
     return StopDecision(False, f"extended to {rule.extended_runs} runs")
 
 
@@ -341,7 +348,9 @@ def is_checkpoint(rule: StopRule, runs: int) -> bool:
     """Whether to compute statistics after `runs` runs per side."""
     if runs == rule.max_runs:
         return True  # rule 5 decides there
-    return rule.min_runs <= runs < rule.max_runs and (runs - rule.min_runs) % CHECK_EVERY == 0
+    if runs > rule.max_runs:  # during an extension, rule 4 alone
+        return runs < rule.extended_runs and (runs - rule.max_runs) % CHECK_EVERY == 0
+    return rule.min_runs <= runs and (runs - rule.min_runs) % CHECK_EVERY == 0
 
 
 def hold_for_interference(

@@ -128,6 +128,12 @@ class Measurer:
         # Hashes every prewarm's result (runner/results.py); None: results are not compared.
         self.results: ResultRecorder | None = None
 
+    def disconnect(self, process_set: int) -> None:
+        """Close the set's connections (its servers are about to become new processes); the
+        next query opens new ones."""
+        for executor in self.executors[process_set].values():
+            executor.close()
+
     def close(self) -> None:
         for executors in self.executors:
             for executor in executors.values():

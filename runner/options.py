@@ -35,6 +35,7 @@ class RunOptions:
     query_indices: frozenset[int] = frozenset()  # empty: every query
     runs: int = 15
     processes: int = 2  # server processes per side (runner/servers.started_server_sets)
+    renew_set: bool = True  # the last process set starts afresh before each test but the first
     long: bool = False
     limits: Limits = dataclasses.field(default_factory=Limits)
     stop_rule: StopRule | None = None  # adaptive run counts; None: exactly `runs` runs
@@ -57,6 +58,7 @@ class RunOptions:
             "query_indices": sorted(self.query_indices),
             "runs": self.runs if self.stop_rule is None else "adaptive",
             "processes": self.processes,
+            "renew_set": self.renew_set,
             "check_results": self.check_results,
             "pin_cpus": list(self.reference.cpus),
             "pin": self.pinning.reason if self.pinning else None,

@@ -51,7 +51,8 @@ from runner.progress import ProfileForecast, Progress
 from runner.protocol_runs import ProtocolRuns
 from runner.results import ResultRecorder
 from runner.selection import LoadedTests, load_tests, selected_queries
-from runner.servers import ServerPair, started_server_sets
+from runner.server import READY_TIMEOUT_S
+from runner.servers import ServerPair, renew_set, started_server_sets
 from runner.settle import SETTLE_TIMEOUT_S
 from runner.statements import (
     DROP_KINDS,
@@ -90,6 +91,7 @@ class Run:
         # the environment monitor's verdict on a wall-clock window, while it runs
         self._disturbed: Callable[[float, float], bool] | None = None
         self._reserve = Reserve(options.out)  # room for run.json's last write
+        self.renewals: list[float] = []  # seconds of each renewal of the last process set
 
     def execute(self) -> None:
         status = INTERRUPTED
@@ -214,13 +216,15 @@ class Run:
         current: TestDef | None = None
         try:
             if stop_rule is not None and sets:
-                judge.prepare(range(stop_rule.min_runs, stop_rule.max_runs + 1))
-            for test in tests:
+                judge.prepare(range(stop_rule.min_runs, stop_rule.extended_runs + 1))
+            for number, test in enumerate(tests):
                 current = test
                 why = self.clock.out_of_time()
                 if why is not None and self._needs_servers(test):
                     self.accounts.not_run(test, why)
                     continue
+                if number > 0 and self._needs_servers(test):
+                    self._renew_last_set(measurer, sets, progress, test)
                 self.clock.start_test()
                 if self._run_test(measurer, progress, test) and profiler is not None:
                     self._profile(profiler, judge, measurer, test, progress)
@@ -235,7 +239,7 @@ class Run:
                 self._collect_after_interrupt(measurer, current)
             raise
         finally:
-            self.manifest.measurement_ended(measurer.run_seconds, measurer.wakes)
+            self.manifest.measurement_ended(measurer.run_seconds, measurer.wakes, self.renewals)
             if profiler is not None:
                 self.manifest.profiles_taken(
                     profiler.records, profiler.unavailable, profiler.problems
@@ -243,6 +247,24 @@ class Run:
             judge.close()
             measurer.close()
             progress.finish()
+
+    def _renew_last_set(
+        self,
+        measurer: Measurer,
+        sets: tuple[ServerPair, ...],
+        progress: Progress,
+        test: TestDef,
+    ) -> None:
+        """With --renew-set, the last process set of each side starts afresh before every test
+        but the first, so its history differs from set 0's (docs/method.md)."""
+        if not self.options.renew_set or len(sets) < 2:
+            return
+        progress.activity(test.name, "starting the last server process set afresh")
+        # Open connections would hold the old processes' shutdown (18.16 waits up to 15 s).
+        measurer.disconnect(len(sets) - 1)
+        seconds = renew_set(sets[-1], self.clock.cap(READY_TIMEOUT_S).seconds)
+        self.renewals.append(seconds)
+        self._servers_started(sets)
 
     def _profile(
         self,

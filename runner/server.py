@@ -182,6 +182,11 @@ class ServerProcess:
         # Its clients know its ports: a port taken meanwhile fails the restart.
         self.wait_ready(ready_timeout, new_ports=False)
 
+    def relaunch(self) -> None:
+        """Start a stopped server again from the same data directory and ports (a planned
+        renewal, not an incident: runner/servers.py renew_set); then `wait_ready`."""
+        self._launch()
+
     def _check_binary(self) -> None:
         binary = self.spec.binary
         if not binary.is_file():

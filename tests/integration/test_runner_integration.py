@@ -133,6 +133,21 @@ def test_runs_alternate_between_two_processes_a_side_in_blocks_of_two(small_run:
     assert all(r.read_rows > 0 for r in log)
 
 
+def test_the_last_process_set_starts_afresh_before_every_test_but_the_first(
+    small_run: Path,
+) -> None:
+    """Two tests: set 1's servers are new processes for the second, which they measure and
+    whose query_log they give; set 0's serve the whole run."""
+    manifest = json.loads((small_run / "run.json").read_text())
+    assert manifest["options"]["renew_set"] is True
+    assert manifest["set_renewals"] == 1
+    assert 0 < manifest["set_renewal_seconds"] < 30
+    log = read_table(small_run, QUERY_LOG).rows
+    for test in ("small", "reads_many_rows"):
+        assert {r.run for r in log if r.test == test} == {0, 1, 2, 3}
+    assert not [e for e in read_table(small_run, ERRORS).rows if e.stage != "prewarm"]
+
+
 def test_one_process_a_side_with_processes_1(tmp_path: Path, server_binary: Path) -> None:
     out = tmp_path / "out"
     result = run_chperf(
@@ -175,7 +190,7 @@ def test_the_adaptive_mode_runs_each_query_until_the_stop_rule_says_why(
     rule = options["adaptive"]
     assert (rule["min_runs"], rule["max_runs"], rule["extended_runs"]) == (6, 24, 40)
     # One wake query after every look that let the query run on: looks after runs 6, 8, .., 24,
-    # the last one stopped it unless it was extended (no looks between 25 and 40).
+    # the last one stopped it unless it was extended (then looks after 26, 28, .., 38).
     looks = [n for n in range(1, 41) if is_checkpoint(StopRule(), n)]
     wakes = sum(1 for s in stops.values() for n in looks if n < s.runs)
     assert manifest["wake_queries"] == wakes

@@ -53,3 +53,11 @@ def test_run_aa_refuses_a_patched_binary() -> None:
     args = build_parser().parse_args(["run", "--aa", "--patched", "/bin/true"])
     with pytest.raises(ChperfError, match="--aa runs the reference against itself"):
         _run_options(args)
+
+
+def test_the_last_process_set_is_renewed_between_tests_unless_no_renew_set() -> None:
+    parser = build_parser()
+    default = _run_options(parser.parse_args(["run", "--reference", "/bin/true"]))
+    kept = _run_options(parser.parse_args(["run", "--reference", "/bin/true", "--no-renew-set"]))
+    assert default.renew_set is True and kept.renew_set is False
+    assert kept.manifest_options()["renew_set"] is False

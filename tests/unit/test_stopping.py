@@ -70,13 +70,21 @@ def test_at_25_runs_only_a_t_just_above_the_unstable_threshold_is_extended(
     assert ("extended to 40 runs" in decision.reason) is extended
 
 
-def test_an_extended_query_runs_to_40_or_its_budget_without_further_looks() -> None:
+def test_an_extended_query_runs_to_40_or_its_budget_unless_it_becomes_a_discovery() -> None:
     assert RULE.extended_runs == 40
     # between 25 and 40 nothing in the statistics stops it, not even a settled-looking T
     for runs in (26, 30, 39):
         assert not should_stop(RULE, runs, 12.0, stats(0.0, 0.01)).stop
     assert should_stop(RULE, 40, 12.0, stats(0.0, 0.12)).reason == "reached 40 runs (extended)"
     assert "time budget" in should_stop(RULE, 33, 30.5, stats(0.0, 0.12)).reason
+    # Rule 4 alone may end it sooner, as at any look: a p-value that is already a discovery.
+    changed = stats(0.15, 0.04, p_value=0.0001)
+    settled = should_stop(FDR_RULE, 31, 12.0, changed)
+    assert settled.stop and settled.discovery and "settled changed" in settled.reason
+    # ... but not one above the discovery level (m = 100: the first needs p <= 0.0005), nor
+    # without the false-discovery step.
+    assert not should_stop(FDR_RULE, 31, 12.0, stats(0.15, 0.04, p_value=0.003)).stop
+    assert not should_stop(RULE, 31, 12.0, changed).stop
 
 
 def test_without_an_unstable_threshold_nothing_is_extended() -> None:
@@ -85,16 +93,17 @@ def test_without_an_unstable_threshold_nothing_is_extended() -> None:
     assert should_stop(rule, 24, 1.0, stats(0.0, 0.11)).stop
 
 
-def test_the_defaults_look_after_every_whole_block_from_6_to_the_cap_not_while_extended() -> None:
+def test_the_defaults_look_after_every_whole_block_from_6_to_the_end_of_an_extension() -> None:
     from compare.stopping import is_checkpoint
 
     rule = StopRule()
     assert (rule.min_runs, rule.max_runs, rule.extended_runs) == (6, 24, 40)
-    assert [n for n in range(1, 41) if is_checkpoint(rule, n)] == list(range(6, 25, 2))
-    # Any bounds: every second run from min_runs, and max_runs itself; the extension ends on a
-    # whole block too.
+    assert [n for n in range(1, 41) if is_checkpoint(rule, n)] == list(range(6, 39, 2))
+    # Any bounds: every second run from min_runs, and max_runs itself; an extension looks every
+    # second run from max_runs and ends on a whole block too.
     other = StopRule(min_runs=5, max_runs=20)
-    assert [n for n in range(1, 33) if is_checkpoint(other, n)] == [5, 7, 9, 11, 13, 15, 17, 19, 20]
+    looks = [n for n in range(1, 33) if is_checkpoint(other, n)]
+    assert looks == [5, 7, 9, 11, 13, 15, 17, 19, 20, 22, 24, 26, 28, 30]
     assert other.extended_runs == 32
     assert "extended to 40 runs" in should_stop(rule, 24, 5.0, stats(0.0, 0.11)).reason
 

@@ -51,7 +51,6 @@ from runner.progress import ProfileForecast, Progress
 from runner.protocol_runs import ProtocolRuns
 from runner.results import ResultRecorder
 from runner.selection import LoadedTests, load_tests, selected_queries
-from runner.server import READY_TIMEOUT_S
 from runner.servers import ServerPair, renew_set, started_server_sets
 from runner.settle import SETTLE_TIMEOUT_S
 from runner.statements import (
@@ -262,7 +261,7 @@ class Run:
         progress.activity(test.name, "starting the last server process set afresh")
         # Open connections would hold the old processes' shutdown (18.16 waits up to 15 s).
         measurer.disconnect(len(sets) - 1)
-        seconds = renew_set(sets[-1], self.clock.cap(READY_TIMEOUT_S).seconds)
+        seconds = renew_set(sets[-1])
         self.renewals.append(seconds)
         self._servers_started(sets)
 

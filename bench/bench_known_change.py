@@ -20,9 +20,11 @@ Usage: .venv/bin/python bench/bench_known_change.py [--tests DIR] [--out DIR] [-
                                                    [--reuse-truth | --rescore]
                                                    [--also-truth DIR ...] [--pin-cpu CPUS]
                                                    [--interferer] [--adaptive-only]
+                                                   [--renew-set]
   --quick: tests/data/runner_small with 11 ground-truth runs (a smoke run of a few minutes)
   --interferer: the adaptive and fixed runs beside stress-ng (bench/interferer.py)
   --adaptive-only: no fixed 15-run run (recall and errors of the adaptive mode alone)
+  --renew-set: chperf run --renew-set for the adaptive and fixed runs (not the truth)
 """
 
 from __future__ import annotations
@@ -96,6 +98,11 @@ def main() -> None:
         action="store_true",
         help="measure only the adaptive run (no fixed 15-run run: no measured-time ratio)",
     )
+    parser.add_argument(
+        "--renew-set",
+        action="store_true",
+        help="chperf run --renew-set for the adaptive and fixed runs (not the truth)",
+    )
     args = parser.parse_args()
     args.reuse_truth = args.reuse_truth or args.rescore
     tests = QUICK_TESTS if args.quick else args.tests
@@ -112,10 +119,11 @@ def main() -> None:
         if not args.adaptive_only:
             fixed = existing_run(args.out / "fixed15")
     else:
+        measured = [*overlay, "--renew-set"] if args.renew_set else overlay
         with Interferer() if args.interferer else contextlib.nullcontext():
-            adaptive = chperf_run(args.out / "adaptive", tests, overlay)
+            adaptive = chperf_run(args.out / "adaptive", tests, measured)
             if not args.adaptive_only:
-                fixed = chperf_run(args.out / "fixed15", tests, [*overlay, "--runs", "15"])
+                fixed = chperf_run(args.out / "fixed15", tests, [*measured, "--runs", "15"])
     truth = _true_changes(truth_run)
     undetermined = [k for k, q in truth_run.verdicts().items() if truth_undetermined(q)]
     for k in undetermined:

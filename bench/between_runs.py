@@ -2,14 +2,17 @@
 server process sets of each run agree with each other: the variation no statistic within one
 run can see.
 
-  .venv/bin/python bench/between_runs.py RUN_A RUN_B [--min-pairs 6]
+  .venv/bin/python bench/between_runs.py RUN_A RUN_B [--min-pairs 6] [--apart 0.05]
 
 For every query measured in both runs with at least --min-pairs pairs, D is the median of
 ln(patched / reference) over its pairs (per run, and per process set within a run). Prints
 the quantiles of |D_A - D_B| over the queries, the same spread between the two process sets
 of one run, and the queries that move most. When runs move apart by much more than the
 process sets of one run do, the change itself depends on when it was measured (the state
-of the machine), and a verdict within one run carries that uncertainty unseen.
+of the machine), and a verdict within one run carries that uncertainty unseen. It also counts
+the queries on which every process set of run B differs from run A's D in the same direction
+by more than --apart: a difference between runs that the rule "every set must show the
+change" cannot catch.
 """
 
 from __future__ import annotations
@@ -52,6 +55,13 @@ def changes(run: Path, min_pairs: int) -> tuple[dict[Key, float], dict[Key, dict
     return overall, sets
 
 
+def every_set_apart(reference: float, sets: list[float], apart: float) -> bool:
+    """Two or more sets, all beyond `reference` by more than `apart` on the same side."""
+    return len(sets) >= 2 and (
+        all(d - reference > apart for d in sets) or all(reference - d > apart for d in sets)
+    )
+
+
 def quantiles(values: list[float]) -> str:
     ordered = sorted(values)
     if not ordered:
@@ -66,6 +76,7 @@ def main() -> None:
     parser.add_argument("run_b", type=Path)
     parser.add_argument("--min-pairs", type=int, default=6)
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--apart", type=float, default=0.05)
     args = parser.parse_args()
     a, sets_a = changes(args.run_a, args.min_pairs)
     b, sets_b = changes(args.run_b, args.min_pairs)
@@ -80,6 +91,9 @@ def main() -> None:
     print(f"{len(common)} queries in both runs (at least {args.min_pairs} pairs each)")
     print(f"|D_A - D_B| between the runs (log scale): {quantiles(between)}")
     print(f"|D_set0 - D_set1| within a run:           {quantiles(within)}")
+    shared = sum(every_set_apart(a[k], list(sets_b[k].values()), args.apart) for k in common)
+    print(f"every process set of B off A's D the same way by more than {args.apart:.0%}: "
+          f"{shared} of {len(common)}")  # fmt: skip
     print("moved most: query, D in A, D in B, D per process set in A / in B")
     for k in sorted(common, key=lambda k: -abs(a[k] - b[k]))[: args.top]:
         set_a = " ".join(f"{v:+.1%}" for v in sets_a[k].values())

@@ -121,11 +121,10 @@ def _add_run(p: argparse.ArgumentParser) -> None:
         f"change must show on each (default {RunOptions.processes}; 1: one process a side)",
     )
     p.add_argument(
-        "--no-renew-set",
-        dest="renew_set",
-        action="store_false",
-        help="keep every server process for the whole run; by default the last process set of "
-        "each side starts afresh before each test but the first, so the sets' histories differ",
+        "--renew-set",
+        action="store_true",
+        help="start the last process set of each side afresh before each test but the first, so "
+        "the sets' histories differ (a study option: docs/method.md)",
     )
     p.add_argument(
         "--pin-cpu",

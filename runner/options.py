@@ -35,7 +35,7 @@ class RunOptions:
     query_indices: frozenset[int] = frozenset()  # empty: every query
     runs: int = 15
     processes: int = 2  # server processes per side (runner/servers.started_server_sets)
-    renew_set: bool = True  # the last process set starts afresh before each test but the first
+    renew_set: bool = False  # the last process set starts afresh before each test but the first
     long: bool = False
     limits: Limits = dataclasses.field(default_factory=Limits)
     stop_rule: StopRule | None = None  # adaptive run counts; None: exactly `runs` runs

@@ -32,6 +32,7 @@ def small_run(tmp_path_factory: pytest.TempPathFactory, server_binary: Path) -> 
             "--patched-config", str(DATA / "overlays" / "low_max_rows"),
             "--tests", str(DATA / "runner_small"),
             "--runs", str(RUNS_PER_SIDE),
+            "--renew-set",
             "--out", str(out),
         ]
     )  # fmt: skip
@@ -133,11 +134,11 @@ def test_runs_alternate_between_two_processes_a_side_in_blocks_of_two(small_run:
     assert all(r.read_rows > 0 for r in log)
 
 
-def test_the_last_process_set_starts_afresh_before_every_test_but_the_first(
+def test_with_renew_set_the_last_process_set_starts_afresh_before_every_test_but_the_first(
     small_run: Path,
 ) -> None:
-    """Two tests: set 1's servers are new processes for the second, which they measure and
-    whose query_log they give; set 0's serve the whole run."""
+    """With --renew-set and two tests: set 1's servers are new processes for the second, which
+    they measure and whose query_log they give; set 0's serve the whole run."""
     manifest = json.loads((small_run / "run.json").read_text())
     assert manifest["options"]["renew_set"] is True
     assert manifest["set_renewals"] == 1

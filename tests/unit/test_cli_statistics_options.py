@@ -55,9 +55,9 @@ def test_run_aa_refuses_a_patched_binary() -> None:
         _run_options(args)
 
 
-def test_the_last_process_set_is_renewed_between_tests_unless_no_renew_set() -> None:
+def test_process_sets_live_the_whole_run_unless_renew_set() -> None:
     parser = build_parser()
     default = _run_options(parser.parse_args(["run", "--reference", "/bin/true"]))
-    kept = _run_options(parser.parse_args(["run", "--reference", "/bin/true", "--no-renew-set"]))
-    assert default.renew_set is True and kept.renew_set is False
-    assert kept.manifest_options()["renew_set"] is False
+    renewed = _run_options(parser.parse_args(["run", "--reference", "/bin/true", "--renew-set"]))
+    assert default.renew_set is False and renewed.renew_set is True
+    assert renewed.manifest_options()["renew_set"] is True

@@ -147,11 +147,8 @@ def _extended(look: Look) -> StopDecision | None:
     if runs >= rule.extended_runs:
         return StopDecision(True, f"reached {runs} runs (extended)")
     s = look.stats
-    if s is not None and s.diff is not None and s.threshold is not None:
-        settled = _discovery(look)
-        if settled is not None:
-            return settled
-    return StopDecision(False, f"extended to {rule.extended_runs} runs")
+    settled = _discovery(look) if s is not None and s.diff is not None else None
+    return settled or StopDecision(False, f"extended to {rule.extended_runs} runs")
 
 
 def _max_runs(look: Look) -> StopDecision | None:

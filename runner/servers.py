@@ -114,8 +114,8 @@ def process_directory(side: str, process: int) -> str:
 def renew_set(pair: ServerPair, ready_timeout: float = READY_TIMEOUT_S) -> float:
     """Both servers of `pair` as fresh processes after a clean shutdown, with their data
     directories, ports and tables: a process whose history is only what comes next. The seconds
-    it took. Two sets with the same history share their memory layout, so a speed that
-    layout gives one side shows on both (docs/method.md "Two server processes a side")."""
+    it took (`--renew-set`; why it is a study option: docs/method.md "Two server processes a
+    side")."""
     start = time.monotonic()
     sides = (pair.reference, pair.patched)
     for side in sides:

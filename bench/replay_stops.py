@@ -19,6 +19,7 @@ fixed-15. Without it, the source itself is the truth (its own full-length verdic
 
 Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr] [--min-effect F]
                                               [--unstable-futility-from N] [--budget S]
+                                              [--also-fixed N [N ...]]
 """
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def main() -> None:
         default=None,
         help="rule 6 also above the unstable threshold from this many runs on",
     )
+    parser.add_argument(
+        "--also-fixed",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="also judge the first N runs of every query (fixed N runs) and print its "
+        "verdicts and adaptive / fixed-N client time",
+    )
     args = parser.parse_args()
     thresholds = Thresholds(min_effect=args.min_effect)
     options = CompareOptions(thresholds=thresholds, fdr=None if args.no_fdr else FDR_Q)
@@ -95,6 +105,10 @@ def main() -> None:
         truth_dir = args.truth or args.run
         full = {k: max(len(v), 1) for k, v in run_pairs(truth_dir).items()}
         truth = _judge(truth_dir, Path(scratch) / "truth", full, options)
+        others = {
+            n: _judge(args.run, Path(scratch) / f"fixed{n}", dict.fromkeys(runs, n), options)
+            for n in args.also_fixed
+        }
     counts = collections.Counter(stops.values())
     print(f"replayed {len(runs)} queries of {args.run}; runs a side: "
           + ", ".join(f"{n}: {c}" for n, c in sorted(counts.items())))  # fmt: skip
@@ -107,6 +121,10 @@ def main() -> None:
         print(f"{name}: client time {spent:.1f} s; " + _accuracy(verdicts, truth))
     ratio = _client_seconds(runs, stops) / _client_seconds(runs, dict.fromkeys(runs, FIXED))
     print(f"adaptive / fixed-15 client time: {ratio:.2f} (bar <= 0.6)")
+    for n, verdicts in others.items():
+        spent = _client_seconds(runs, dict.fromkeys(runs, n))
+        print(f"fixed {n}: client time {spent:.1f} s; " + _accuracy(verdicts, truth))
+        print(f"adaptive / fixed-{n} client time: {_client_seconds(runs, stops) / spent:.2f}")
     differ = [k for k in adaptive if adaptive[k]["verdict"] != fixed.get(k, {}).get("verdict")]
     print(f"verdicts that differ between the modes: {len(differ)}")
     for key in differ:

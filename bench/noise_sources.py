@@ -85,7 +85,8 @@ def report(run: Path) -> None:
 
 
 def _pairs(run: Path) -> dict[Key, dict[int, dict[str, Side]]]:
-    """query -> run number -> side -> measure -> seconds, plus the run's start and end."""
+    """query -> run number -> side -> measure -> seconds, and "start": when the run began
+    (wall clock), to place it among the monitor's samples."""
     cpu: dict[tuple[str, str], float] = collections.defaultdict(float)
     for event in read_table(run, PROFILE_EVENTS).rows:
         if event.event in CPU_EVENTS:
@@ -125,7 +126,7 @@ def _print_bands(run: Path, pairs: dict[Key, dict[int, dict[str, Side]]]) -> Non
         complete = [
             s for s in runs.values() if len(s) == 2 and all(v["wall"] > 0 for v in s.values())
         ]
-        ratios = [math.log(s["patched"]["wall"] / s["reference"]["wall"]) for s in complete]
+        ratios = _log_ratios(complete, "wall")
         if len(ratios) < MIN_PAIRS:
             continue
         centre, spread = statistics.median(ratios), robust_spread(ratios) or math.inf

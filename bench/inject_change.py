@@ -9,10 +9,10 @@ with one of known size:
 - per query, the log ratios r_i = ln(patched_i / reference_i) of the source run are centred
   on their 25% trimmed mean (the source's own change is removed) and shifted by ln(1 + shift);
 - a simulated run draws each query's pairs from those at random (with replacement, seeded),
-  in order, and the stop rule of runner/stopping.py decides after every pair, with the
+  in order, and the stop rule of compare/stopping.py decides after every pair, with the
   discovery count of the simulated run so far, exactly as in a live run;
-- at each query's stop, compare's per-query rule (|D| >= T with p <= 0.01, |D| >= the minimum
-  effect, every process set alike) and then Benjamini-Hochberg over the simulated run's final
+- at each query's stop, compare's per-query rule (significant: the 99% interval beyond the
+  1% margin, p <= 0.01; |D| >= the minimum effect, every process set alike) and then Benjamini-Hochberg over the simulated run's final
   p-values give the verdict.
 
 With --shift 0.10 the share of queries found changed is the rule's recall on a true 10%

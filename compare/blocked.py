@@ -13,9 +13,11 @@ at 7 runs a side is 2/432, below the 1% level.
 
 The estimate D is the median of the within-block cross differences ln(patched) -
 ln(reference) (4 a block, 1 a one-pair block); the 99% interval is a pair of their order
-statistics, at ranks the null distribution gives. D always lies inside it; the query is
-significant exactly when the interval excludes 0. T is the distance on the log scale from D
-to the end of the interval nearer 0, so |D| >= T holds exactly when the interval excludes 0.
+statistics, at ranks the null distribution gives. D always lies inside it. T is the distance
+on the log scale from D to the end of the interval nearer 0, so |D| >= T holds exactly when
+the interval excludes 0. The test's null is not "no change" but "a change of at most MARGIN"
+on D's side: W counts the cross differences beyond that margin, and the query is significant
+exactly when the interval lies beyond it (p <= 1%).
 
 compare/blocked.sql computes the same for every query of a run in one chDB query; this module
 is its reference (tests compare them) and the stop rule's look, at microseconds a query.
@@ -39,6 +41,17 @@ K = TypeVar("K", bound=Hashable)
 # Two-sided level of the test and of the interval: a query with no real change is called
 # significant in at most 1% of runs, as ClickHouse's 0.99 quantile.
 ALPHA = 0.01
+# The change the test must rule out, on D's side: a shift of 1% or less is not evidence of a
+# change. Small true changes whose D a noisy run inflated past the minimum effect were called
+# changed with an interval that only just excluded 0, at up to 3.5% a query over the stop
+# rule's repeated looks: injected into real noise, 4 flags of true changes below 2% in 40
+# simulated runs, 1 with this margin, for 1 of 100 true changes >= 10% less found
+# (docs/method.md, "The verdict statistic").
+MARGIN = 0.01
+MARGIN_LOG = math.log1p(MARGIN)
+# How verdict reasons state the test (the pooled method's is "|D| >= T").
+SIGNIFICANT = f"99% CI beyond ±{MARGIN:.0%}"
+NOT_SIGNIFICANT = f"99% CI not beyond ±{MARGIN:.0%}, not significant"
 # Counts of W in one block of two pairs over its 6 arrangements: how many of the 4 (patched,
 # reference) cross pairs have the patched run slower (0..4), and in a one-pair block (0..1).
 FULL_BLOCK = (1, 1, 2, 1, 1)
@@ -64,10 +77,12 @@ class BlockedStats:
     ci_low_log: float  # -inf when the run count cannot reach the level
     ci_high_log: float  # +inf likewise
     p_value: float
+    margin_log: float = MARGIN_LOG  # the test's margin on the log scale
 
     @property
     def significant(self) -> bool:
-        return self.ci_low_log > 0 or self.ci_high_log < 0
+        """The interval lies beyond the margin: the same as p <= ALPHA."""
+        return self.ci_low_log > self.margin_log or self.ci_high_log < -self.margin_log
 
     @property
     def decidable(self) -> bool:
@@ -142,13 +157,16 @@ def smallest_p_value(structure: Structure) -> float:
     return min(1.0, 2 * counts[0] / sum(counts))
 
 
-def p_value(structure: Structure, w: float) -> float:
-    """Two-sided, conservative with ties (W a half-integer): P(W <= ceil(w)) and
-    P(W >= floor(w)), the smaller doubled."""
+def p_value(structure: Structure, w: float, slower: bool) -> float:
+    """Two-sided against the margin on D's side, conservative with ties (W a half-integer):
+    for a slowdown P(W >= floor(w)), for a speedup P(W <= ceil(w)), doubled. D inside the
+    margin gives at least 1/2 before doubling, so such a query is never significant."""
     cdf = null_cdf(structure)
-    low = cdf[math.ceil(w)]
-    high = 1.0 if math.floor(w) == 0 else 1 - cdf[math.floor(w) - 1]
-    return min(1.0, 2 * min(low, high))
+    if slower:
+        tail = 1.0 if math.floor(w) == 0 else 1 - cdf[math.floor(w) - 1]
+    else:
+        tail = cdf[math.ceil(w)]
+    return min(1.0, 2 * tail)
 
 
 @cache
@@ -170,8 +188,11 @@ def cross_differences(pairs: Sequence[Pair]) -> np.ndarray:
     return np.array([v for block in blocks for v in block], dtype=np.float64)
 
 
-def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
-    """The statistic of one query from its pairs in run order (every time above 0)."""
+def blocked_stats(
+    pairs: Sequence[Pair], alpha: float = ALPHA, margin_log: float = MARGIN_LOG
+) -> BlockedStats:
+    """The statistic of one query from its pairs in run order (every time above 0); the test
+    against a change of `margin_log` on D's side (0: against no change)."""
     if not pairs:
         raise ValueError("no pairs")
     structure = structure_of(len(pairs))
@@ -180,8 +201,10 @@ def blocked_stats(pairs: Sequence[Pair], alpha: float = ALPHA) -> BlockedStats:
     k = critical_rank(structure, alpha)
     low = float(cross[k - 1]) if k else -math.inf
     high = float(cross[len(cross) - k]) if k else math.inf
-    w = float(np.count_nonzero(cross > 0) + 0.5 * np.count_nonzero(cross == 0))
-    return BlockedStats(len(pairs), diff, low, high, p_value(structure, w))
+    edge = margin_log if diff >= 0 else -margin_log
+    w = float(np.count_nonzero(cross > edge) + 0.5 * np.count_nonzero(cross == edge))
+    p = p_value(structure, w, diff >= 0)
+    return BlockedStats(len(pairs), diff, low, high, p, margin_log)
 
 
 # A process set's own D counts once it has a whole block of pairs: 6 pairs give the two sets
@@ -222,7 +245,11 @@ class Blocked:
             cdf = "[" + ",".join(repr(c) for c in null_cdf(s)) + "]"
             table.append(f"{s.full}\t{s.half}\t{critical_rank(s)}\t{cdf}\n")
         structures_file.write_text("".join(table), encoding="utf-8")
-        params = {"pairs": str(pairs_file), "structures": str(structures_file)}
+        params = {
+            "pairs": str(pairs_file),
+            "structures": str(structures_file),
+            "margin": repr(MARGIN_LOG),
+        }
         rows = self._engine.rows("blocked.sql", params)
         pairs_file.unlink()
         structures_file.unlink()

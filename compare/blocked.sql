@@ -16,8 +16,10 @@
 --                         within each block (4 a block of two pairs, 1 a block of one)
 --   ci_low_log, ci_high_log Float64   the k-th smallest and k-th largest of them (-inf, inf
 --                         when k = 0)
---   p_value Float64       two-sided, from W = #(cross difference > 0) + #(= 0) / 2:
---                         2 min(P(W <= ceil w), P(W >= floor w)), at most 1
+--   p_value Float64       two-sided against the margin on D's side, m = {margin:Float64}
+--                         for diff_log >= 0, else -m: W = #(cross difference > m) +
+--                         #(= m) / 2, then 2 P(W >= floor w) for diff_log >= 0, else
+--                         2 P(W <= ceil w), at most 1
 --   processes Array(Tuple(UInt32, UInt32, Float64))   per process set: its number, its pairs
 --                         and the median of its own blocks' cross differences
 SELECT
@@ -26,9 +28,9 @@ SELECT
     diff_log,
     if(k = 0, -inf, cross[k]) AS ci_low_log,
     if(k = 0, inf, cross[length(cross) + 1 - k]) AS ci_high_log,
-    least(1.0, 2 * least(
-        cdf[toUInt32(ceil(w)) + 1],
-        if(floor(w) = 0, 1.0, 1 - cdf[toUInt32(floor(w))]))) AS p_value,
+    least(1.0, 2 * if(diff_log >= 0,
+        if(floor(w) = 0, 1.0, 1 - cdf[toUInt32(floor(w))]),
+        cdf[toUInt32(ceil(w)) + 1])) AS p_value,
     processes
 FROM
 (
@@ -41,7 +43,8 @@ FROM
         if(length(cross) % 2 = 1,
            cross[intDiv(length(cross), 2) + 1],
            (cross[intDiv(length(cross), 2)] + cross[intDiv(length(cross), 2) + 1]) / 2) AS diff_log,
-        arrayCount(x -> x > 0, cross) + arrayCount(x -> x = 0, cross) / 2 AS w,
+        if(diff_log >= 0, {margin:Float64}, -{margin:Float64}) AS edge,
+        arrayCount(x -> x > edge, cross) + arrayCount(x -> x = edge, cross) / 2 AS w,
         arraySort(groupArray((process, set_pairs, set_median))) AS processes
     FROM
     (

@@ -25,7 +25,7 @@ from typing import Protocol
 from artifacts.loadblocks import LOAD_BLOCKS, LoadBlockRow
 from artifacts.tables import PATCHED, REFERENCE, TESTS, WHOLE_TEST, read_monitor_samples
 from artifacts.tsv import read_table
-from compare.blocked import BlockedStats, blocked_stats, process_diffs
+from compare.blocked import SIGNIFICANT, BlockedStats, blocked_stats, process_diffs
 from compare.interference import FOREIGN_CPU
 from compare.verdict import QueryEvidence, Thresholds, Verdict, every_process_shows
 
@@ -219,7 +219,7 @@ def decide(
     if stats.significant and abs(d) >= least:
         verdict = Verdict.SLOWER if d > 0 else Verdict.FASTER
         if every_process_shows(diffs, d, least):
-            reason = f"{verdict.value}: |D| >= T and |D| >= min effect ({figures})"
+            reason = f"{verdict.value}: {SIGNIFICANT} and |D| >= min effect ({figures})"
             return verdict, reason, verdict is Verdict.SLOWER
         held = (
             f"; would be {verdict.value}, but not on every server process set (each set's D "

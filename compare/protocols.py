@@ -33,7 +33,7 @@ from artifacts.protocols import (
 )
 from artifacts.tables import PATCHED, QUERIES, REFERENCE
 from artifacts.tsv import read_table
-from compare.blocked import Blocked, BlockedStats
+from compare.blocked import SIGNIFICANT, Blocked, BlockedStats
 from compare.engine import SqlEngine
 from compare.verdict import Thresholds
 
@@ -220,7 +220,7 @@ def _judged(phase: str, stats: BlockedStats, thresholds: Thresholds) -> tuple[Ou
     if stats.significant and big:
         outcome = Outcome.SLOWER if stats.diff > 0 else Outcome.FASTER
         fails = outcome is Outcome.SLOWER and phase == FAILING_PHASE and thresholds.min_effect < 1
-        return outcome, f"{outcome.value}: |D| >= T and |D| >= min effect ({figures})", fails
+        return outcome, f"{outcome.value}: {SIGNIFICANT} and |D| >= min effect ({figures})", fails
     if stats.threshold >= thresholds.unstable_threshold:
         why = f"T >= unstable threshold {thresholds.unstable_threshold:.1%}"
         return Outcome.UNSTABLE, f"unstable: {why} ({figures})", False

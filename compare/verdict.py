@@ -21,7 +21,9 @@ from artifacts.tables import (
     STAGE_SERVER,
     STAGE_TOO_LONG,
 )
+from compare.blocked import NOT_SIGNIFICANT, SIGNIFICANT
 from compare.bootstrap import RatioInterval
+from compare.paired import PAIRED
 from compare.randomization import SeriesStats
 
 # Changes below 5% are too small to act on. ClickHouse's CI needs 10-15% on its machines;
@@ -265,7 +267,8 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
             why_held = "the change does not show on every server process"
         elif evidence.fdr is None or evidence.fdr.discovery:
             each = _per_process(stats)
-            reason = f"{verdict.value}: |D| >= T and |D| >= min effect{each} ({figures})"
+            test = SIGNIFICANT if stats.method == PAIRED else "|D| >= T"
+            reason = f"{verdict.value}: {test} and |D| >= min effect{each} ({figures})"
             fails = verdict is Verdict.SLOWER and not ignores_changes(evidence)
             if verdict is Verdict.SLOWER and not fails:
                 reason += (
@@ -285,7 +288,9 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
     if held_back:
         why = why_held
     else:
-        why = "|D| < T, not significant" if not stats.significant else "|D| < min effect"
+        why = "|D| < min effect"
+        if not stats.significant:
+            why = NOT_SIGNIFICANT if stats.method == PAIRED else "|D| < T, not significant"
     equivalence, ci = _equivalence(evidence.interval, min_effect)
     reason = f"unchanged: {why} ({figures}){held_back}; {equivalence}: {ci}"
     return _verdict(evidence, Verdict.UNCHANGED, reason, False, min_effect, equivalence)

@@ -13,6 +13,7 @@ import pytest
 
 from compare.blocked import (
     ALPHA,
+    MARGIN_LOG,
     Blocked,
     blocked_stats,
     critical_rank,
@@ -61,6 +62,11 @@ def w_of(pairs: Pairs) -> float:
     return float(np.count_nonzero(cross > 0) + 0.5 * np.count_nonzero(cross == 0))
 
 
+def shifted(pairs: Pairs, delta: float) -> Pairs:
+    """The patched runs moved by -delta on the log scale."""
+    return [(r, p * math.exp(-delta)) for r, p in pairs]
+
+
 def random_pairs(rng: np.random.Generator, n: int, change: float, noise: float) -> Pairs:
     reference = rng.lognormal(-2.3, noise, n)
     patched = reference * (1 + change) * np.exp(rng.normal(0, noise, n))
@@ -68,16 +74,30 @@ def random_pairs(rng: np.random.Generator, n: int, change: float, noise: float) 
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9])
-def test_the_null_distribution_and_p_value_match_enumerating_every_arrangement(n: int) -> None:
+@pytest.mark.parametrize("change", [0.05, -0.05, 0.005])
+def test_the_null_distribution_and_p_value_match_enumerating_every_arrangement(
+    n: int, change: float
+) -> None:
+    """The p-value against the margin is the test against no change of the pairs moved by
+    the margin towards D's side, one tail (D's) doubled: enumerated by relabelling them."""
     rng = np.random.default_rng(n)
-    pairs = random_pairs(rng, n, 0.05, 0.05)
-    ws = [w_of(a) for a in arrangements(pairs)]
+    pairs = random_pairs(rng, n, change, 0.05)
+    found = blocked_stats(pairs)
+    edge = MARGIN_LOG if found.diff_log >= 0 else -MARGIN_LOG
+    moved = shifted(pairs, edge)
+    ws = [w_of(a) for a in arrangements(moved)]
     counts = null_counts(structure_of(n))
     assert sum(counts) == len(ws)
     assert [ws.count(float(w)) for w in range(len(counts))] == list(counts)
+    observed = w_of(moved)
+    tail = [w >= observed if edge > 0 else w <= observed for w in ws]
+    assert found.p_value == pytest.approx(min(1.0, 2 * sum(tail) / len(ws)))
+    unmargined = blocked_stats(pairs, margin_log=0.0).p_value
     observed = w_of(pairs)
+    ws = [w_of(a) for a in arrangements(pairs)]
     extreme = min(sum(w <= observed for w in ws), sum(w >= observed for w in ws))
-    assert blocked_stats(pairs).p_value == pytest.approx(min(1.0, 2 * extreme / len(ws)))
+    assert unmargined == pytest.approx(min(1.0, 2 * extreme / len(ws)))
+    assert found.p_value >= unmargined  # the margin only makes the test stricter
 
 
 @pytest.mark.parametrize("n", [6, 7, 9, 12])
@@ -88,8 +108,7 @@ def test_the_interval_is_every_shift_the_test_does_not_reject(n: int) -> None:
     pairs = random_pairs(rng, n, 0.1, 0.04)
     found = blocked_stats(pairs)
     for delta in np.linspace(found.ci_low_log - 0.05, found.ci_high_log + 0.05, 41):
-        shifted = [(r, p * math.exp(-delta)) for r, p in pairs]
-        rejected = blocked_stats(shifted).p_value <= ALPHA
+        rejected = blocked_stats(shifted(pairs, delta), margin_log=0.0).p_value <= ALPHA
         inside = found.ci_low_log < delta < found.ci_high_log
         if abs(delta - found.ci_low_log) > 1e-9 and abs(delta - found.ci_high_log) > 1e-9:
             assert rejected is not inside, (delta, found)
@@ -113,19 +132,23 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_printed_numbers_agree_with_each_other(case: str) -> None:
     """D inside its interval; |D| >= T exactly when the interval excludes 0, on the printed
-    scale too; significant implies p <= ALPHA; T and D of one query share their scale."""
+    scale too; significant exactly when the interval lies beyond the margin, which implies
+    |D| >= T and p <= ALPHA; T and D of one query share their scale."""
     change, noise = CASES[case]
     rng = np.random.default_rng(hash(case) % 2**32)
     for _ in range(300):
         n = int(rng.integers(6, 30))
         found = blocked_stats(random_pairs(rng, n, change, noise))
         assert found.ci_low_log <= found.diff_log <= found.ci_high_log
-        assert found.significant == (abs(found.diff_log) > found.threshold_log)
-        assert found.significant == (abs(found.diff) > found.threshold) or math.isclose(
+        beyond = abs(found.diff_log) > found.threshold_log
+        assert beyond == (abs(found.diff) > found.threshold) or math.isclose(
             abs(found.diff), found.threshold
         )
+        near_end = abs(found.diff_log) - found.threshold_log  # signed by D's side
+        assert found.significant == (near_end > MARGIN_LOG)
+        assert found.significant == (found.p_value <= ALPHA)
         if found.significant:
-            assert found.p_value <= ALPHA
+            assert beyond
             assert math.copysign(1, found.diff) == math.copysign(1, found.ci_low_log)
         low, high = math.expm1(found.ci_low_log), math.expm1(found.ci_high_log)
         assert low <= found.diff <= high

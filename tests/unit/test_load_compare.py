@@ -72,13 +72,13 @@ def _blocks(
 
 def test_one_slow_patched_process_is_not_a_change() -> None:
     """An A/A where one patched server process inserts 30% slower all its life (measured on
-    this machine: one process a side called such offsets slower or faster): the other set
-    shows nothing, so the level is not a change."""
-    level = judge_level("mix", 1, _blocks(12, sets=2, set_cost=(1.3, 1.0)), Thresholds())
+    this machine: one process a side called such offsets slower or faster): the other set shows
+    +3%, below the minimum effect, so the level is not a change."""
+    level = judge_level("mix", 1, _blocks(12, sets=2, set_cost=(1.3, 1.03)), Thresholds())
     assert level.verdict is not Verdict.SLOWER and not level.fails_check
     assert "not on every server process set" in level.reason
     assert level.process_diffs[0] == pytest.approx(0.3, abs=0.05)
-    assert abs(level.process_diffs[1]) < 0.03
+    assert abs(level.process_diffs[1]) < 0.04
 
 
 def test_a_change_on_every_process_set_is_a_change() -> None:
@@ -112,7 +112,7 @@ def test_a_third_less_throughput_is_slower_and_fails() -> None:
     level = judge_level("mix", 2, _blocks(12, patched_cost=1.5), Thresholds())
     assert level.verdict is Verdict.SLOWER and level.fails_check
     assert level.throughput_change == pytest.approx(-1 / 3, abs=0.03)
-    assert "slower: |D| >= T" in level.reason
+    assert "slower: 99% CI beyond ±1%" in level.reason
 
 
 def test_more_throughput_is_faster_and_passes() -> None:

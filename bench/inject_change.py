@@ -12,8 +12,8 @@ with one of known size:
   in order, and the stop rule of compare/stopping.py decides after every pair, with the
   discovery count of the simulated run so far, exactly as in a live run;
 - at each query's stop, compare's per-query rule (significant: the 99% interval beyond the
-  1% margin, p <= 0.01; |D| >= the minimum effect, every process set alike) and then Benjamini-Hochberg over the simulated run's final
-  p-values give the verdict.
+  1% margin, p <= 0.01; |D| >= the minimum effect, every process set alike) and then
+  Benjamini-Hochberg over the simulated run's final p-values give the verdict.
 
 With --shift 0.10 the share of queries found changed is the rule's recall on a true 10%
 change; with --shift 0 every query found changed is a false positive (the A/A rate of the
@@ -26,9 +26,12 @@ scores (recall on true changes of at least 10%, wrong direction, flags below 2%)
 --noise-scale K multiplies each centred log ratio by K before the shift: the same queries on
 a machine with K times this one's pair-to-pair noise, for how the time ratio of the rule
 depends on the machine's noise rather than on the rule.
+--margin M tests against a change of M on D's side instead of compare's 1% (0: against no
+change), in the stop rule and the verdicts alike.
 
 Usage: .venv/bin/python bench/inject_change.py RUN [--shift 0.10 | --own-change]
                                                   [--noise-scale 1.0] [--reps 2] [--seed 7]
+                                                  [--margin 0.01]
   RUN: a run with many pairs a query (e.g. a 41-run truth: `chperf run --runs 41`)
 """
 
@@ -48,6 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from artifacts.manifest import read_manifest
 from bench.runs import LARGE, SMALL, Key, run_pairs
+from compare.blocked import MARGIN
 from compare.fdr import FDR_Q, benjamini_hochberg
 from compare.interim import InterimJudge
 from compare.randomization import SeriesStats
@@ -76,6 +80,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--own-change", action="store_true", help="each query keeps its change")
     parser.add_argument("--noise-scale", type=float, default=1.0, help="noise times this")
+    parser.add_argument(
+        "--margin", type=float, default=MARGIN, help="the paired test's margin (0: none)"
+    )
     args = parser.parse_args()
     sources = run_pairs(args.run)
     shifts = {
@@ -85,7 +92,7 @@ def main() -> None:
     rule = StopRule(fdr_q=FDR_Q, queries=len(sources))
     rng = random.Random(args.seed)
     totals: collections.Counter[str] = collections.Counter()
-    judge = InterimJudge(Thresholds(MIN_EFFECT, UNSTABLE))
+    judge = InterimJudge(Thresholds(MIN_EFFECT, UNSTABLE), margin_log=math.log1p(args.margin))
     try:
         for rep in range(args.reps):
             sequences = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from compare.blocked import critical_rank, structure_of
+from compare.blocked import MARGIN_LOG, critical_rank, structure_of
 from compare.engine import SqlEngine
 from compare.paired import PAIRED
 from compare.randomization import Samples, SeriesStats
@@ -17,8 +17,11 @@ QueryKey = tuple[str, int]
 
 
 class InterimJudge:
-    def __init__(self, thresholds: Thresholds, method: str = PAIRED) -> None:
+    def __init__(
+        self, thresholds: Thresholds, method: str = PAIRED, margin_log: float = MARGIN_LOG
+    ) -> None:
         self.thresholds = thresholds
+        self.margin_log = margin_log  # the paired test's (compare/blocked.py)
         self._engine = SqlEngine()
         self._statistics = QueryStatistics(self._engine, method)
 
@@ -36,7 +39,7 @@ class InterimJudge:
         """One look of the stop rule. The paired statistic in numpy (microseconds; the same
         numbers as compare's chDB query); the pooled one in chDB."""
         if self._statistics.method == PAIRED:
-            return interim_paired(samples)
+            return interim_paired(samples, self.margin_log)
         return self._statistics.statistics({0: samples}).get(0)
 
     def verdicts(

@@ -9,7 +9,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
-from compare.blocked import Blocked, BlockedStats, blocked_stats
+from compare.blocked import MARGIN_LOG, Blocked, BlockedStats, blocked_stats
 from compare.blocked import process_diffs as block_process_diffs
 from compare.engine import SqlEngine
 from compare.paired import PAIRED
@@ -90,12 +90,14 @@ def paired_series_stats(
     )
 
 
-def interim_paired(samples: Samples) -> SeriesStats | None:
-    """The same statistic for one query, in numpy (the stop rule's look: microseconds)."""
+def interim_paired(samples: Samples, margin_log: float = MARGIN_LOG) -> SeriesStats | None:
+    """The same statistic for one query, in numpy (the stop rule's look: microseconds); a
+    margin other than compare's only for studies (bench/inject_change.py --margin)."""
     pairs, processes = usable_pairs(samples)
     if len(pairs) < MIN_PAIRS:
         return None
-    return paired_series_stats(samples, blocked_stats(pairs), block_process_diffs(pairs, processes))
+    found = blocked_stats(pairs, margin_log=margin_log)
+    return paired_series_stats(samples, found, block_process_diffs(pairs, processes))
 
 
 def _with_process_diffs(

@@ -89,7 +89,8 @@ class Look:
     @property
     def looks_changed(self) -> bool:
         """|D| >= T on the method's scale, >= the minimum effect, on every server process set.
-        By magnitude, not `significant`: below 8 pairs no paired p-value reaches 1%."""
+        Looser than `significant` (the interval beyond the margin): a query whose interval
+        excludes 0 but not yet the margin runs on (rule 4) instead of settling unchanged."""
         s, rule = self.stats, self.rule
         if s is None or s.diff is None:
             return False

@@ -141,7 +141,7 @@ def compare_directory(out: Path, options: CompareOptions) -> CompareResult:
     damaged = [GlobalProblem(p, fails_check=True) for p in results.problems]
     damaged += [GlobalProblem(p, True) for p in (*protocols.problems, *protocols.failures)]
     problems = [*_run_status(manifest), *evidence.problems, *notes, *damaged]
-    result = judge(verdicts, evidence, problems, options, load)
+    result = judge(verdicts, evidence, problems, options, load, protocols.unjudged())
     message = results_message(result.message, results.checks)
     result = replace(result, fdr=discoveries, removed=removed, message=message)
     write_verdicts(out, verdicts)
@@ -305,8 +305,10 @@ def judge(
     problems: Sequence[GlobalProblem],
     options: CompareOptions,
     load: LoadResults | None = None,
+    protocols_unjudged: int = 0,
 ) -> CompareResult:
-    """The check status: fails on failing verdicts, damage, and nothing measured."""
+    """The check status: fails on failing verdicts, damage, and nothing measured; incomplete
+    when a query, a load level or a protocol's full transfer was not judged."""
     counts = Counter(v.verdict.value for v in verdicts)
     query_failures = [
         f"{v.test} query {v.query_index}: {v.reason}" for v in verdicts if _fails(v, options)
@@ -314,13 +316,20 @@ def judge(
     suite_failures = _suite_failures(verdicts, evidence, problems, load)
     notes = [f"note: {p.text}" for p in problems if not p.fails_check]
     parts = [f"{counts[v.value]} {v.value}" for v in _MESSAGE_ORDER if counts[v.value]]
-    heads = [h for h in (", ".join(parts), load.message() if load else "") if h]
+    unjudged_transfers = (
+        f"protocols: {protocols_unjudged} full transfer{'s' if protocols_unjudged > 1 else ''} "
+        "not judged (not run, or too few pairs)"
+        if protocols_unjudged
+        else ""
+    )
+    heads = [h for h in (", ".join(parts), load.message() if load else "", unjudged_transfers) if h]
     message = "; ".join([*(heads or ["no queries"]), *suite_failures, *notes])
     failures = (*query_failures, *suite_failures, *(load.failures(options) if load else ()))
     # Fail closed: a query nothing judged (not run, or too few runs to reach the level) never
     # lets the check pass; it is incomplete.
     unjudged = counts[Verdict.NOT_RUN.value] + counts[Verdict.INCONCLUSIVE.value]
     unjudged += load.unjudged() if load else 0
+    unjudged += protocols_unjudged
     status = FAILURE if failures else INCOMPLETE if unjudged else SUCCESS
     return CompareResult(
         status=status,

@@ -92,6 +92,16 @@ class ProtocolComparison:
     failures: tuple[str, ...]  # why the check fails, one line each
     problems: tuple[str, ...]  # unreadable lines of the tables: fail the check too
 
+    def unjudged(self) -> int:
+        """Full transfers (the phase that can fail the check) that nothing judged: not run,
+        or too few pairs to reach the level. Like such queries, they make the check
+        incomplete."""
+        return sum(
+            v.phase == FAILING_PHASE
+            and v.verdict in (Outcome.NOT_RUN.value, Outcome.INCONCLUSIVE.value)
+            for v in self.verdicts
+        )
+
 
 def compare_protocols(out: Path, engine: SqlEngine, thresholds: Thresholds) -> ProtocolComparison:
     runs = read_table(out, PROTOCOL_RUNS)

@@ -207,3 +207,26 @@ def test_an_entry_with_a_number_beyond_a_double_is_malformed_not_a_crash(tmp_pat
         + "}]}"
     )
     assert read_protocol_summary(tmp_path).problems == ("summary.json: protocols[0] is malformed",)
+
+
+def test_a_full_transfer_nothing_judged_makes_the_check_incomplete(tmp_path: Path) -> None:
+    from artifacts.errors import ExitCode
+    from compare import CompareOptions, compare_directory
+    from tests.runs import STEADY_7, write_artifacts
+
+    def status(protocol_pairs: int) -> tuple[str, ExitCode, dict[str, str]]:
+        out = write_artifacts(tmp_path / str(protocol_pairs), {0: (STEADY_7, STEADY_7[::-1])})
+        write_table(out, PROTOCOL_RUNS, _runs(protocol_pairs))
+        write_table(out, PROTOCOL_PROBLEMS, [])
+        with SqlEngine() as engine:
+            found = compare_protocols(out, engine, Thresholds())
+        result = compare_directory(out, CompareOptions())
+        said = "protocols: 1 full transfer not judged" in result.message
+        assert said == (result.status == "incomplete"), result.message
+        return result.status, result.exit_code, {v.phase: v.verdict for v in found.verdicts}
+
+    # 4 pairs: every phase inconclusive; only the full transfer's makes the check incomplete.
+    assert status(4) == ("incomplete", ExitCode.INCOMPLETE,
+                         {"connect": "inconclusive", "first_byte": "inconclusive",
+                          "transfer": "inconclusive"})  # fmt: skip
+    assert status(8)[:2] == ("success", ExitCode.OK)

@@ -183,3 +183,12 @@ def read_manifest(directory: Path) -> dict[str, Any]:
             "version that wrote these artifacts",
         )
     return data
+
+
+def identity_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, str]:
+    """The keys of two `servers` entries that must agree for the servers to run the same build
+    with the same configuration: the binary's sha256 and the overlays' content digest, which
+    does not depend on where the overlays lie; overlay paths when an entry predates it."""
+    if "overlays_sha256" in a and "overlays_sha256" in b:
+        return ("sha256", "overlays_sha256")
+    return ("sha256", "overlays")

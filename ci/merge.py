@@ -17,7 +17,13 @@ from typing import Any
 
 from artifacts.errors import ChperfError
 from artifacts.files import RESERVE_FILE
-from artifacts.manifest import CHPERF_VERSION, MANIFEST, read_manifest, write_manifest
+from artifacts.manifest import (
+    CHPERF_VERSION,
+    MANIFEST,
+    identity_keys,
+    read_manifest,
+    write_manifest,
+)
 from artifacts.outdir import MARKER
 from artifacts.tables import ALL_TABLES, BOTH, ERRORS, SIDES, TESTS, WHOLE_TEST, ErrorRow
 from artifacts.tsv import Table, read_table, write_table
@@ -103,7 +109,7 @@ def _check_same_servers(first: ShardRun, other: ShardRun) -> None:
     for side in SIDES:
         a = first.manifest.get("servers", {}).get(side, {})
         b = other.manifest.get("servers", {}).get(side, {})
-        for key in ("sha256", "overlays"):
+        for key in identity_keys(a, b):
             if a.get(key) != b.get(key):
                 raise ChperfError(
                     f"shards {first.shard} and {other.shard} ran different {side} servers: "

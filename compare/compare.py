@@ -14,7 +14,7 @@ from typing import Any
 
 from artifacts.calibration import write_calibration
 from artifacts.errors import ChperfError, ExitCode
-from artifacts.manifest import FAILED, MANIFEST, RUNNING, read_manifest
+from artifacts.manifest import FAILED, MANIFEST, RUNNING, identity_keys, read_manifest
 from artifacts.protocols import SUMMARY_KEY as PROTOCOLS_SECTION
 from artifacts.results import RESULTS_SECTION
 from artifacts.stages import AA_OUTPUTS, COMPARE_OUTPUTS, remove_previous
@@ -274,7 +274,8 @@ def _check_aa(out: Path, manifest: Mapping[str, Any]) -> None:
             f"{out}/run.json does not record both servers: cannot confirm an A/A run",
             hint="calibrate from the output of `chperf run --aa`",
         )
-    for key in ("sha256", "overlays"):
+    reference, patched = (s if isinstance(s, dict) else {} for s in sides)
+    for key in identity_keys(reference, patched):
         values = [s.get(key) for s in sides if isinstance(s, dict)]
         if values[0] != values[1]:
             raise ChperfError(

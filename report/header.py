@@ -336,7 +336,10 @@ def _server(servers: Any, side: str, processes: Any = None) -> ServerView:
         return ServerView(side, "not recorded in run.json", "", "", (), ())
     overlays = info.get("overlays")
     own = _process_rows(processes, side)
-    shown = {"side", "version", "binary", "sha256", "overlays", *(PER_PROCESS if own else ())}
+    shown = {
+        "side", "version", "binary", "sha256", "overlays", "overlays_sha256",
+        *(PER_PROCESS if own else ()),
+    }  # fmt: skip
     details = [Field(str(k), _text(v)) for k, v in info.items() if k not in shown]
     return ServerView(
         side=side,

@@ -88,6 +88,7 @@ class ServerInfo:
     restarts: int = 0
     process: int = 0  # which process of its side (--processes)
     incidents: list[str] = field(default_factory=list)  # deaths and hangs, with restarts
+    overlays_sha256: str = ""  # runner/serverconfig.py overlays_digest: "" without overlays
 
 
 def server_command(binary: Path, config_file: Path) -> list[str]:

@@ -4,6 +4,7 @@ are copied next to the generated files, where old and new servers alike merge th
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,17 +156,39 @@ def validate_overlay(overlay: Path) -> None:
         )
 
 
+def overlay_files(overlays: tuple[Path, ...]) -> dict[str, Path]:
+    """What the overlays put next to the generated files: `config.d/NAME.xml` -> its source.
+    A later overlay's file replaces an earlier one's of the same name, as in the copy."""
+    files: dict[str, Path] = {}
+    for overlay in overlays:
+        for name in OVERLAY_SUBDIRS:
+            source = overlay / name
+            if source.is_dir():
+                for item in sorted(source.glob("*.xml")):
+                    files[f"{name}/{item.name}"] = item
+    return files
+
+
+def overlays_digest(overlays: tuple[Path, ...]) -> str:
+    """sha256 of the configuration the overlays give a server (file names and contents, not
+    where they lie): two checkouts of one overlay at different paths give the same digest.
+    "" without overlays."""
+    files = overlay_files(overlays)
+    if not files:
+        return ""
+    digest = hashlib.sha256()
+    for target, source in sorted(files.items()):
+        content = source.read_bytes()
+        digest.update(f"{target}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
+
+
 def write_server_files(layout: ServerLayout, ports: Ports, overlays: tuple[Path, ...]) -> None:
     for d in (layout.data, layout.tmp, layout.user_files, layout.logs):
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
     layout.config_file.write_text(render_config(layout, ports))
     layout.users_file.write_text(render_users())
-    for overlay in overlays:
-        for name in OVERLAY_SUBDIRS:
-            source = overlay / name
-            if not source.is_dir():
-                continue
-            target = layout.root / name
-            target.mkdir(mode=0o700, exist_ok=True)
-            for item in sorted(source.glob("*.xml")):
-                shutil.copyfile(item, target / item.name)
+    for target, source in overlay_files(overlays).items():
+        (layout.root / target).parent.mkdir(mode=0o700, exist_ok=True)
+        shutil.copyfile(source, layout.root / target)

@@ -27,7 +27,7 @@ from runner.server import (
     pick_free_ports,
     sha256_of,
 )
-from runner.serverconfig import ServerLayout
+from runner.serverconfig import ServerLayout, overlays_digest
 
 # The servers' data directories: under --servers-dir or TMPDIR (artifacts/scratch.py).
 SERVERS_PREFIX = "chperf-servers-"
@@ -57,6 +57,7 @@ class Side:
             restarts=p.restarts,
             incidents=list(p.incidents),
             process=p.process,
+            overlays_sha256=overlays_digest(p.spec.overlays),
         )
 
 

@@ -121,3 +121,28 @@ def test_merge_refuses_shards_run_with_different_options(runs: Path, tmp_path: P
     result = run_chperf(["merge", str(runs / "shard1"), str(other), "--out", str(tmp_path / "m")])
     assert result.returncode == 2
     assert "different options: runs = 3" in result.stderr
+
+
+def test_shards_with_one_overlay_at_different_paths_merge_and_other_contents_do_not(
+    runs: Path, tmp_path: Path
+) -> None:
+    """Runners that check out at different paths pass the overlay at different paths: the
+    merge compares the overlays' content digest, not where they lay."""
+    shards = []
+    for k, checkout in ((1, "/runner-a/_work"), (2, "/runner-b/_work")):
+        shard = tmp_path / f"shard{k}"
+        shutil.copytree(runs / f"shard{k}", shard)
+        manifest = json.loads((shard / "run.json").read_text())
+        assert "overlays_sha256" in manifest["servers"]["patched"]
+        manifest["servers"]["patched"]["overlays"] = [f"{checkout}/overlays/max_block_size_8192"]
+        manifest["servers"]["patched"]["overlays_sha256"] = "ab" * 32
+        (shard / "run.json").write_text(json.dumps(manifest))
+        shards.append(shard)
+    result = run_chperf(["merge", *map(str, shards), "--out", str(tmp_path / "m")])
+    assert result.returncode in (1, 4), result.stderr
+    manifest = json.loads((shards[1] / "run.json").read_text())
+    manifest["servers"]["patched"]["overlays_sha256"] = "cd" * 32
+    (shards[1] / "run.json").write_text(json.dumps(manifest))
+    result = run_chperf(["merge", *map(str, shards), "--out", str(tmp_path / "m2")])
+    assert result.returncode == 2
+    assert "different patched servers: overlays_sha256" in result.stderr

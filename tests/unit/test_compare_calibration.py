@@ -49,6 +49,21 @@ def test_calibrating_a_run_of_two_different_servers_is_refused(tmp_path: Path) -
         compare_directory(out, CompareOptions(aa=True))
 
 
+def test_an_aa_run_is_told_by_the_overlays_content_not_their_paths(tmp_path: Path) -> None:
+    """Manifests with the overlays' digest compare it, so one overlay at two paths is the
+    same configuration, and two contents at one path are not."""
+    out = aa_run(tmp_path)
+    here = {**SERVER, "overlays": ["/a/overlay"], "overlays_sha256": "1" * 64}
+    there = {**here, "overlays": ["/b/overlay"]}
+    write_manifest(out, {"servers": {"reference": here, "patched": there}})
+    compare_directory(out, CompareOptions(aa=True))
+    assert (out / "calibration.tsv").exists()
+    changed = {**here, "overlays_sha256": "2" * 64}
+    write_manifest(out, {"servers": {"reference": here, "patched": changed}})
+    with pytest.raises(ChperfError, match="differ in overlays_sha256"):
+        compare_directory(out, CompareOptions(aa=True))
+
+
 def test_a_calibrated_floor_holds_back_a_change_inside_the_aa_offset(tmp_path: Path) -> None:
     aa = aa_run(tmp_path)
     compare_directory(aa, CompareOptions(aa=True))

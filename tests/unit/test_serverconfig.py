@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -7,7 +8,13 @@ import pytest
 
 from artifacts.errors import ChperfError
 from runner.server import server_command
-from runner.serverconfig import Ports, ServerLayout, validate_overlay, write_server_files
+from runner.serverconfig import (
+    Ports,
+    ServerLayout,
+    overlays_digest,
+    validate_overlay,
+    write_server_files,
+)
 from tests.conftest import REPO
 
 OVERLAY = REPO / "overlays" / "max_block_size_8192"
@@ -38,6 +45,22 @@ def test_overlay_files_land_in_the_config_tree(tmp_path: Path) -> None:
     write_server_files(layout, Ports(tcp=1, http=2), (OVERLAY,))
     assert (layout.root / "users.d" / "max_block_size.xml").exists()
     assert not (layout.root / "config.d").exists()
+
+
+def test_the_overlays_digest_follows_their_content_not_their_path(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "another checkout" / "max_block_size_8192"
+    shutil.copytree(OVERLAY, elsewhere)
+    assert overlays_digest(()) == ""
+    assert len(overlays_digest((OVERLAY,))) == 64
+    assert overlays_digest((elsewhere,)) == overlays_digest((OVERLAY,))
+    setting = elsewhere / "users.d" / "max_block_size.xml"
+    setting.write_text(setting.read_text().replace("8192", "4096"))
+    assert overlays_digest((elsewhere,)) != overlays_digest((OVERLAY,))
+    # a later overlay's file of the same name replaces the earlier one's, as on the server
+    assert overlays_digest((OVERLAY, elsewhere)) == overlays_digest((elsewhere,))
+    layout = ServerLayout(tmp_path / "srv")
+    write_server_files(layout, Ports(tcp=1, http=2), (OVERLAY, elsewhere))
+    assert "4096" in (layout.root / "users.d" / "max_block_size.xml").read_text()
 
 
 def test_overlay_without_config_d_or_users_d_is_rejected(tmp_path: Path) -> None:

@@ -8,7 +8,10 @@ slows some queries by 5-30% and leaves others alone.
 Prints, for both: recall on queries whose true change is >= 10% (bar >= 95%), flags in the
 wrong direction (bar 0), flags whose true change is < 2% (bar 0); the measured machine time
 of adaptive / fixed-15 (bar <= 0.6: run.json measured_runs_seconds, and the sum of client
-times), total wall times; and where the adaptive and fixed-15 verdicts disagree.
+times), total wall times; where the adaptive and fixed-15 verdicts disagree; and what a
+confirmation measured later would do: the fixed run follows the adaptive one by about the
+length of a run, on new server processes, and an adaptive "changed" counts as confirmed when
+the fixed run's D lies on the same side beyond the minimum effect.
 
 A truth is itself a measurement: long truths taken hours apart disagree on some queries.
 With --also-truth (other long runs of the same change, e.g. OUT/truth of earlier benches), it
@@ -150,6 +153,7 @@ def main() -> None:
         return
     _print_time(adaptive, fixed)
     _print_agreement(adaptive, fixed, truth)
+    _print_confirmation(adaptive, fixed, truth)
 
 
 def _true_changes(run: RunResult) -> dict[Key, float]:
@@ -279,3 +283,30 @@ def _print_agreement(adaptive: RunResult, fixed: RunResult, truth: dict[Key, flo
 
 if __name__ == "__main__":
     main()
+
+
+def _print_confirmation(adaptive: RunResult, fixed: RunResult, truth: dict[Key, float]) -> None:
+    """The adaptive run's changed verdicts, kept only where the later fixed run's D is on the
+    same side beyond the query's minimum effect: flags and true changes before and after."""
+    a, f = adaptive.verdicts(), fixed.verdicts()
+    flagged = [k for k, q in a.items() if q["verdict"] in CHANGED and k in truth]
+
+    def confirmed(k: Key) -> bool:
+        later = f.get(k, {}).get("diff")
+        floor = a[k].get("min_effect") or 0.0
+        if later is None:
+            return False
+        return later >= floor if a[k]["verdict"] == "slower" else later <= -floor
+
+    kept = [k for k in flagged if confirmed(k)]
+    large = [k for k, d in truth.items() if abs(d) >= LARGE]
+    found = [k for k in large if a.get(k, {}).get("verdict") == _direction(truth[k])]
+    small = [k for k in flagged if abs(truth[k]) < SMALL]
+    kept_small = [k for k in small if k in kept]
+    print(f"confirmed by the fixed run (D on the same side beyond the minimum effect): "
+          f"{len(kept)} of {len(flagged)} changed verdicts; true >= {LARGE:.0%} found "
+          f"{len(found)} -> {sum(k in kept for k in found)}; flags below {SMALL:.0%} "
+          f"{len(small)} -> {len(kept_small)} {_keys(kept_small)}")  # fmt: skip
+    for k in [k for k in flagged if k not in kept][:10]:
+        print(f"    not confirmed {k[0]} #{k[1]} (true {truth[k]:+.1%}): adaptive "
+              f"{_describe(a[k])}; fixed {_describe(f.get(k))}")  # fmt: skip

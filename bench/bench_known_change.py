@@ -281,10 +281,6 @@ def _print_agreement(adaptive: RunResult, fixed: RunResult, truth: dict[Key, flo
               f"fixed 15 {_describe(f[k])}")  # fmt: skip
 
 
-if __name__ == "__main__":
-    main()
-
-
 def _print_confirmation(adaptive: RunResult, fixed: RunResult, truth: dict[Key, float]) -> None:
     """The adaptive run's changed verdicts, kept only where the later fixed run's D is on the
     same side beyond the query's minimum effect: flags and true changes before and after."""
@@ -310,3 +306,7 @@ def _print_confirmation(adaptive: RunResult, fixed: RunResult, truth: dict[Key, 
     for k in [k for k in flagged if k not in kept][:10]:
         print(f"    not confirmed {k[0]} #{k[1]} (true {truth[k]:+.1%}): adaptive "
               f"{_describe(a[k])}; fixed {_describe(f.get(k))}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

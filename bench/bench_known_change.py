@@ -289,10 +289,10 @@ def _print_confirmation(adaptive: RunResult, fixed: RunResult, truth: dict[Key, 
 
     def confirmed(k: Key) -> bool:
         later = f.get(k, {}).get("diff")
-        floor = a[k].get("min_effect") or 0.0
+        floor = float(a[k].get("min_effect") or 0.0)
         if later is None:
             return False
-        return later >= floor if a[k]["verdict"] == "slower" else later <= -floor
+        return bool(later >= floor if a[k]["verdict"] == "slower" else later <= -floor)
 
     kept = [k for k in flagged if confirmed(k)]
     large = [k for k, d in truth.items() if abs(d) >= LARGE]

@@ -40,6 +40,7 @@ class Side:
     version: str
     capabilities: Capabilities
     sha256: str
+    overlays_sha256: str  # read once at the start, as the binary's sha256
 
     def info(self) -> ServerInfo:
         p = self.process
@@ -57,7 +58,7 @@ class Side:
             restarts=p.restarts,
             incidents=list(p.incidents),
             process=p.process,
-            overlays_sha256=overlays_digest(p.spec.overlays),
+            overlays_sha256=self.overlays_sha256,
         )
 
 
@@ -85,7 +86,10 @@ def _connect(process: ServerProcess) -> Side:
             f"{process.describe()} started but does not answer control queries: {e}\n"
             f"last lines of its logs:\n{process.log_tail()}"
         ) from e
-    return Side(process, control, version, capabilities, sha256_of(process.spec.binary))
+    return Side(
+        process, control, version, capabilities, sha256_of(process.spec.binary),
+        overlays_digest(process.spec.overlays),
+    )  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import pytest
 
 from artifacts.tables import ERRORS, RUNS
 from artifacts.tsv import read_table
+from runner.serverconfig import overlays_digest
 from tests.conftest import DATA, engine_binary
 
 pytestmark = pytest.mark.integration
@@ -41,6 +42,11 @@ def test_relative_paths_are_taken_from_the_directory_chperf_was_started_in(
     servers = json.loads((out / "run.json").read_text())["servers"]
     assert servers["reference"]["binary"] == str(start / "bin" / "clickhouse-server")
     assert servers["patched"]["overlays"] == [str(start / "overlay")]
+    # the overlay's content, wherever it lies: the digest of the repository's own copy
+    assert servers["patched"]["overlays_sha256"] == overlays_digest(
+        (DATA / "overlays" / "low_max_rows",)
+    )
+    assert servers["reference"]["overlays_sha256"] == ""
     assert {(r.server, r.query_index) for r in read_table(out, RUNS).rows} == {("reference", 0)}
     errors = read_table(out, ERRORS).rows
     assert any(e.server == "patched" and "maximum: 2500000" in e.message for e in errors), errors

@@ -276,7 +276,7 @@ def _check_aa(out: Path, manifest: Mapping[str, Any]) -> None:
         )
     reference, patched = (s if isinstance(s, dict) else {} for s in sides)
     for key in identity_keys(reference, patched):
-        values = [s.get(key) for s in sides if isinstance(s, dict)]
+        values = [reference.get(key), patched.get(key)]
         if values[0] != values[1]:
             raise ChperfError(
                 f"{out}/run.json: the servers differ in {key} ({values[0]!r} vs {values[1]!r}): "

@@ -2,10 +2,10 @@
 differences the verdict rests on.
 
 An A/A pair of servers, both pinned to one CPU as `--pin-cpu auto` pins them, runs a few
-single-threaded queries over numbers() (no tables) in blocks R P P R / P R R P, with a probe
-right before and right after every run: a fixed loop of Python arithmetic in a helper process
-pinned to the same CPU, its wall time a measure of how fast that CPU runs at that moment. A
-run's probe is the geometric mean of its two. Per query, printed:
+single-threaded queries over numbers() (no tables) in chperf's run order (runner/schedule.py),
+with a probe right before and right after every run: a fixed loop of Python arithmetic in a
+helper process pinned to the same CPU, its wall time a measure of how fast that CPU runs at
+that moment. A run's probe is the geometric mean of its two. Per query, printed:
   run r     correlation of ln(run time) with ln(probe) over all runs (both centred per side):
             how much of the run-to-run spread is the CPU's speed as the probe sees it
   pair r    the same for the pair differences d = ln(P / R) against g = ln(probe P / probe R):
@@ -35,7 +35,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
+from artifacts.tables import PATCHED, REFERENCE
+from bench.noise_sources import robust_spread
 from runner.executor import HttpExecutor
+from runner.schedule import abba_schedule
 from runner.server import ServerSpec
 from runner.servers import started_servers
 
@@ -49,11 +52,9 @@ QUERIES = (
     "SELECT count() FROM (SELECT number % 200000 AS k, count() FROM numbers(4000000) GROUP BY k)",
 )
 SETTINGS = {"max_threads": "1"}
-SIDES = ("reference", "patched")
+SIDES = (REFERENCE, PATCHED)
 # About 5 ms of interpreter arithmetic on this machine's vCPUs.
 PROBE_ITERATIONS = 150_000
-BLOCKS = (("reference", "patched", "patched", "reference"),
-          ("patched", "reference", "reference", "patched"))  # fmt: skip
 
 
 def _probe_loop(connection: Connection, cpu: int) -> None:
@@ -64,10 +65,6 @@ def _probe_loop(connection: Connection, cpu: int) -> None:
         for i in range(PROBE_ITERATIONS):
             total += i * i
         connection.send(time.perf_counter() - start)
-
-
-def robust_spread(values: np.ndarray) -> float:
-    return float(1.4826 * np.median(np.abs(values - np.median(values))))
 
 
 def correlation(x: np.ndarray, y: np.ndarray) -> float:
@@ -100,8 +97,8 @@ def probe_figures(runs: Sequence[tuple[str, int, float, float]]) -> ProbeFigures
     by_pair: dict[int, dict[str, tuple[float, float]]] = {}
     for side, pair, t, p in runs:
         by_pair.setdefault(pair, {})[side] = (t, p)
-    d = np.array([v["patched"][0] - v["reference"][0] for v in by_pair.values()])
-    g = np.array([v["patched"][1] - v["reference"][1] for v in by_pair.values()])
+    d = np.array([v[PATCHED][0] - v[REFERENCE][0] for v in by_pair.values()])
+    g = np.array([v[PATCHED][1] - v[REFERENCE][1] for v in by_pair.values()])
     # The least-squares slope; 0 when the probe never differed within a pair (nothing to fit).
     slope = float(np.cov(g, d)[0, 1] / g.var(ddof=1)) if g.var() > 0 else 0.0
     series = (d, d - g, d - slope * g)
@@ -110,7 +107,11 @@ def probe_figures(runs: Sequence[tuple[str, int, float, float]]) -> ProbeFigures
         run_r=correlation(np.array(centred_t), np.array(centred_p)),
         pair_r=correlation(d, g),
         slope=slope,
-        spread=(robust_spread(series[0]), robust_spread(series[1]), robust_spread(series[2])),
+        spread=(
+            robust_spread(series[0].tolist()),
+            robust_spread(series[1].tolist()),
+            robust_spread(series[2].tolist()),
+        ),
         sd=(float(series[0].std()), float(series[1].std()), float(series[2].std())),
     )
 
@@ -127,7 +128,7 @@ def summarize(query: int, figures: ProbeFigures) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pairs", type=int, default=40, help="pairs a query (even)")
+    parser.add_argument("--pairs", type=int, default=40, help="pairs a query")
     parser.add_argument("--binary", type=Path, default=Path("/usr/sbin/clickhouse-server"))
     parser.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
     args = parser.parse_args()
@@ -140,13 +141,12 @@ def main() -> None:
         return float(ours.recv())
 
     cpus = (args.cpu,)
-    specs = (ServerSpec("reference", args.binary, cpus=cpus),
-             ServerSpec("patched", args.binary, cpus=cpus))  # fmt: skip
+    specs = (ServerSpec(REFERENCE, args.binary, cpus=cpus),
+             ServerSpec(PATCHED, args.binary, cpus=cpus))  # fmt: skip
     try:
         with started_servers(*specs) as pair:
             executors = {
-                "reference": HttpExecutor(pair.reference.process.ports.http, 60),
-                "patched": HttpExecutor(pair.patched.process.ports.http, 60),
+                side: HttpExecutor(pair.side(side).process.ports.http, 60) for side in SIDES
             }
             number = 0
 
@@ -163,14 +163,12 @@ def main() -> None:
                 for side in executors:  # one prewarm a server, as chperf does
                     run(side, sql)
                 runs = []
-                for block in range(args.pairs // 2):
-                    for position, side in enumerate(BLOCKS[block % 2]):
-                        before = probe()
-                        elapsed = run(side, sql)
-                        after = probe()
-                        pair_number = 2 * block + (0 if position in (0, 1) else 1)
-                        level = (math.log(before) + math.log(after)) / 2
-                        runs.append((side, pair_number, math.log(elapsed), level))
+                for slot in abba_schedule(args.pairs):  # chperf's order of runs
+                    before = probe()
+                    elapsed = run(slot.side, sql)
+                    after = probe()
+                    level = (math.log(before) + math.log(after)) / 2
+                    runs.append((slot.side, slot.run, math.log(elapsed), level))
                 print(summarize(index, probe_figures(runs)), flush=True)
             for executor in executors.values():
                 executor.close()

@@ -277,7 +277,7 @@ def _add_compare_options(p: argparse.ArgumentParser) -> None:
         "--method",
         choices=METHODS,
         default=CompareOptions.method,
-        help="paired: within ABBA pairs (default); pooled: ClickHouse's pooled runs",
+        help="paired: within blocks of two pairs (default); pooled: ClickHouse's pooled runs",
     )
     p.add_argument(
         "--fdr",

@@ -1,9 +1,9 @@
-"""The paired statistic (the default method): a rank test within the ABBA blocks of a query's
+"""The paired statistic (the default method): a rank test within the blocks of a query's
 runs, its Hodges-Lehmann estimate of the change and the confidence interval that inverts the
 test (docs/method.md, "The verdict statistic").
 
 Runs come in blocks of two pairs on one server process set (runner/schedule.py): four runs,
-two a side, in the order R P P R or P R R P. Under "no change" the two sides are exchangeable
+two a side, in the order R P R P or P R P R. Under "no change" the two sides are exchangeable
 within a block, so any 2 of its 4 runs are equally likely to be the patched ones: 6
 arrangements a block (2 for a block of one pair), 6^3 x 2 = 432 for 7 runs a side. The
 statistic W counts, over the blocks, the patched runs that are slower than a reference run of

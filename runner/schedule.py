@@ -1,8 +1,9 @@
-"""The order of measured runs. Pairs follow R P, P R, P R, R P (ABBA, then its mirror BAAB),
-so an advantage of either position in a pair falls on both sides equally, and so does whatever
+"""The order of measured runs. Within a block of two pairs the sides strictly alternate
+(R P R P or its mirror P R P R), and the blocks follow R P R P, P R P R, P R P R, R P R P, so
+an advantage of either position in a pair falls on both sides equally, and so does whatever
 happens around a switch between process sets. Process sets take runs in blocks of two (0-1 on
-set 0, 2-3 on set 1, ...): every set sees both orders in every block, and compare/verdict.py
-can demand a change on every set."""
+set 0, 2-3 on set 1, ...): with two sets, each set sees both orders every two of its blocks,
+and compare/verdict.py can demand a change on every set."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ class Slot:
 
 
 def reference_first(run: int) -> bool:
-    """Runs 0 and 3 of every four start with the reference. With plain ABBA (R P P R R P P R)
-    every block of two pairs starts and ends with the reference, so a disturbance at the switch
-    to the next process set (a server that sat idle, the other set's leftovers) would always
-    fall on the reference's runs: an A/A drifted to "patched faster". Mirroring every second
-    block alternates the side on either edge of a switch (docs/method.md "Run order")."""
-    return run % 4 in (0, 3)
+    """The runs of blocks 0 and 3 of every four start with the reference. No block runs one
+    side twice in a row: with pairs in ABBA order (R P P R) the CPU's speed, which moves over
+    a few hundred milliseconds, often moved both middle runs of a block against both outer
+    ones, and all four cross pairs of the block then agreed on a change that was not there.
+    Mirrored blocks put either side on either edge of a switch between process sets (a server
+    that sat idle, the other set's leftovers) equally often (docs/method.md "Run order")."""
+    return (run // 2) % 4 in (0, 3)
 
 
 def abba_pair(run: int, sides: Sequence[str] = (REFERENCE, PATCHED)) -> tuple[Slot, ...]:

@@ -81,10 +81,10 @@ def test_a_bad_load_element_names_its_line(load: str, line: int, words: str) -> 
     assert e.value.hint  # says what is expected
 
 
-def test_blocks_follow_the_runs_abba_order() -> None:
+def test_blocks_follow_the_runs_order() -> None:
     order = block_order(4, (REFERENCE, PATCHED))
     assert [(s.pair, s.side[0]) for s in order] == [
-        (0, "r"), (0, "p"), (1, "p"), (1, "r"), (2, "p"), (2, "r"), (3, "r"), (3, "p"),
+        (0, "r"), (0, "p"), (1, "r"), (1, "p"), (2, "p"), (2, "r"), (3, "p"), (3, "r"),
     ]  # fmt: skip
     assert [s.side for s in block_order(2, (PATCHED,))] == [PATCHED, PATCHED]
 

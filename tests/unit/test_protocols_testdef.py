@@ -77,9 +77,9 @@ def test_each_protocol_runs_its_own_abba_pair_and_the_protocols_take_turns_first
     r, p = REFERENCE, PATCHED
     assert order == [
         [("native", r), ("native", p), ("http", r), ("http", p)],
-        [("http", p), ("http", r), ("native", p), ("native", r)],
-        [("native", p), ("native", r), ("http", p), ("http", r)],
         [("http", r), ("http", p), ("native", r), ("native", p)],
+        [("native", p), ("native", r), ("http", p), ("http", r)],
+        [("http", p), ("http", r), ("native", p), ("native", r)],
     ]
 
 

@@ -82,7 +82,7 @@ def test_load_aa_on_the_example_tests_changes_nothing(server_binary: Path, tmp_p
     inserts = [r for r in rows if r["test"] == "load_insert"]
     assert all(int(r["rows"]) == 20000 * int(r["queries"]) for r in inserts)
     first = [r for r in rows if r["test"] == "load_select_mix" and r["concurrency"] == "1"]
-    assert "".join(r["server"][0] for r in first[:8]) == "rpprprrp"  # R P, P R, P R, R P
+    assert "".join(r["server"][0] for r in first[:8]) == "rprpprpr"  # R P R P, P R P R
     assert [r["process"] for r in first[:8]] == list("00001111")  # two pairs a set at a time
     comment = _check_outputs(out, "load_select_mix")
     assert "load: " in comment and "| Load test |" not in comment  # nothing changed to list

@@ -47,7 +47,7 @@ import numpy as np
 from artifacts.tables import REFERENCE, RUNS
 from artifacts.tsv import read_table
 from bench.runs import Key
-from compare.blocked import ALPHA, MARGIN_LOG, blocked_stats
+from compare.blocked import MARGIN_LOG, blocked_stats, convolve, rank_for_level
 from runner.schedule import reference_first
 
 UNSTABLE = 0.10
@@ -95,23 +95,10 @@ def adjacent_block_null() -> tuple[int, ...]:
 @cache
 def adjacent_null(blocks: int, pairs: int) -> tuple[int, ...]:
     """W' over `blocks` blocks of four and `pairs` lone pairs (one cross pair each)."""
-    counts = [1]
+    counts: list[int] = [1]
     for block in (adjacent_block_null(),) * blocks + ((1, 1),) * pairs:
-        out = [0] * (len(counts) + len(block) - 1)
-        for i, c in enumerate(counts):
-            for j, b in enumerate(block):
-                out[i + j] += c * b
-        counts = out
+        counts = convolve(counts, block)
     return tuple(counts)
-
-
-def critical_rank(counts: Sequence[int], alpha: float = ALPHA) -> int:
-    """The largest k with P(W <= k - 1) <= alpha / 2 (0: no interval reaches the level)."""
-    total, k, tail = sum(counts), 0, 0
-    while k < len(counts) and (tail + counts[k]) / total <= alpha / 2:
-        tail += counts[k]
-        k += 1
-    return k
 
 
 @dataclass(frozen=True)
@@ -144,7 +131,7 @@ def adjacent_stats(logs: Sequence[float]) -> Estimate:
         cross.append(logs[p] - logs[r])
     ordered = sorted(cross)
     diff = statistics.median(ordered)
-    k = critical_rank(adjacent_null(whole // BLOCK, (len(logs) - whole) // 2))
+    k = rank_for_level(adjacent_null(whole // BLOCK, (len(logs) - whole) // 2))
     if k == 0:
         return Estimate(diff, -math.inf, math.inf)
     return Estimate(diff, ordered[k - 1], ordered[len(ordered) - k])

@@ -120,11 +120,12 @@ def null_counts(structure: Structure) -> tuple[int, ...]:
     counts = [1]
     for block, times in ((FULL_BLOCK, structure.full), (HALF_BLOCK, structure.half)):
         for _ in range(times):
-            counts = _convolve(counts, block)
+            counts = convolve(counts, block)
     return tuple(counts)
 
 
-def _convolve(counts: list[int], block: tuple[int, ...]) -> list[int]:
+def convolve(counts: Sequence[int], block: Sequence[int]) -> list[int]:
+    """The counts of a sum of two independent statistics from the counts of each."""
     out = [0] * (len(counts) + len(block) - 1)
     for i, c in enumerate(counts):
         for j, b in enumerate(block):
@@ -136,7 +137,12 @@ def _convolve(counts: list[int], block: tuple[int, ...]) -> list[int]:
 def critical_rank(structure: Structure, alpha: float = ALPHA) -> int:
     """The largest k with P(W <= k - 1) <= alpha / 2: the interval is the k-th smallest and
     the k-th largest cross difference; 0 when no interval reaches the level."""
-    counts = null_counts(structure)
+    return rank_for_level(null_counts(structure), alpha)
+
+
+def rank_for_level(counts: Sequence[int], alpha: float = ALPHA) -> int:
+    """The largest k with P(W <= k - 1) <= alpha / 2 for a null distribution given as counts
+    of W = 0, 1, ...; 0 when none reaches the level."""
     total = sum(counts)
     k, tail = 0, 0
     while k < len(counts) and (tail + counts[k]) / total <= alpha / 2:

@@ -17,11 +17,11 @@ from bench.run_order import (
     adjacent_stats,
     chperf_patched,
     chperf_stats,
-    critical_rank,
     median_autocorrelation,
     residual_series,
     windows,
 )
+from compare.blocked import rank_for_level
 
 
 def test_the_orders_as_labelled() -> None:
@@ -35,8 +35,8 @@ def test_the_adjacent_statistic_null_is_the_count_over_a_blocks_rank_orders() ->
     assert adjacent_block_null() == (5, 7, 7, 5)
     assert sum(adjacent_null(3, 1)) == 24**3 * 2
     # 7 runs a side reach the 1% level, 6 do not: 2 (5/24)^3 (1/2) = 0.009 and 0.018.
-    assert critical_rank(adjacent_null(3, 1)) == 1
-    assert critical_rank(adjacent_null(3, 0)) == 0
+    assert rank_for_level(adjacent_null(3, 1)) == 1
+    assert rank_for_level(adjacent_null(3, 0)) == 0
 
 
 def _chperf_window(pairs: int, change: float, noise: float, seed: int = 1) -> list[float]:

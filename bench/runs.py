@@ -18,7 +18,7 @@ from artifacts.tables import QUERIES, REFERENCE, RUNS, TESTS
 from artifacts.tsv import read_table
 from compare.evidence import gather
 from compare.noise import pair_spread
-from runner.schedule import abba_pair
+from runner.schedule import run_pair
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK_TESTS = REPO / "tests" / "data" / "runner_small"
@@ -194,6 +194,6 @@ def side_bias(run: Path) -> dict[str, float]:
                 value
             )
             groups[
-                "reference first" if abba_pair(n)[0].side == REFERENCE else "patched first"
+                "reference first" if run_pair(n)[0].side == REFERENCE else "patched first"
             ].append(value)
     return {name: statistics.fmean(values) for name, values in groups.items() if values}

@@ -38,7 +38,7 @@ import numpy as np
 from artifacts.tables import PATCHED, REFERENCE
 from bench.noise_sources import robust_spread
 from runner.executor import HttpExecutor
-from runner.schedule import abba_schedule
+from runner.schedule import run_schedule
 from runner.server import ServerSpec
 from runner.servers import started_servers
 
@@ -163,7 +163,7 @@ def main() -> None:
                 for side in executors:  # one prewarm a server, as chperf does
                     run(side, sql)
                 runs = []
-                for slot in abba_schedule(args.pairs):  # chperf's order of runs
+                for slot in run_schedule(args.pairs):  # chperf's order of runs
                     before = probe()
                     elapsed = run(slot.side, sql)
                     after = probe()

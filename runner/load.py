@@ -30,7 +30,7 @@ from runner.loadclients import BlockMeasure, ClientPool, percentile, run_block
 from runner.loaddef import LoadSpec
 from runner.measure import Measurer
 from runner.progress import Progress
-from runner.schedule import abba_pair, server_set
+from runner.schedule import run_pair, server_set
 from runner.servers import ServerPair, Side
 from runner.settle import SETTLE_TIMEOUT_S
 from runner.statements import settle_all
@@ -55,7 +55,7 @@ def block_order(blocks: int, sides: Sequence[str], sets: int = 1) -> tuple[Slot,
     return tuple(
         Slot(pair, s.side, server_set(pair, sets))
         for pair in range(blocks)
-        for s in abba_pair(pair, sides)
+        for s in run_pair(pair, sides)
     )
 
 

@@ -38,10 +38,10 @@ from runner.querylog import MeasuredRuns, collect_query_log
 from runner.results import RECHECK_LABEL, ResultRecorder, RowHasher
 from runner.schedule import (
     PREWARM_LABEL,
-    abba_pair,
     first_run,
     query_id,
     run_label,
+    run_pair,
     server_set,
 )
 from runner.servers import ServerPair
@@ -159,7 +159,7 @@ class Measurer:
                 break
             process = server_set(run, len(self.sets))
             pair_start = time.time()
-            for slot in abba_pair(run, sides):
+            for slot in run_pair(run, sides):
                 label = run_label(run)
                 outcome = self._execute(
                     test, query, process, slot.side, label, settings, STAGE_RUN, limits.run_seconds
@@ -218,7 +218,7 @@ class Measurer:
         failed: set[str] = set()
         ended = ""
         for process in range(len(self.sets)):
-            for slot in abba_pair(first_run(process), sides_set_up):
+            for slot in run_pair(first_run(process), sides_set_up):
                 if slot.side in failed:
                     continue
                 why = self.clock.out_of_time()
@@ -344,7 +344,7 @@ class Measurer:
     def _wake(self, run: int, sides: Sequence[str]) -> None:
         """WAKE_QUERY on the server that executes run `run` first. Its outcome does not matter:
         a dead or hung server shows in the measured run that follows."""
-        first = abba_pair(run, sides)[0].side
+        first = run_pair(run, sides)[0].side
         executor = self.executors[server_set(run, len(self.sets))][first]
         executor.execute(WAKE_QUERY, f"chperf.wake.{time.time_ns()}", WAKE_SETTINGS)
         self.wakes += 1

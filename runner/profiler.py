@@ -26,7 +26,7 @@ from clickhouse_driver.errors import ServerException
 from artifacts.folded import UNKNOWN_FRAME, frame_names
 from artifacts.tables import SIDES
 from runner.executor import HttpExecutor
-from runner.schedule import abba_pair, query_id
+from runner.schedule import query_id, run_pair
 from runner.servers import ServerPair
 from runner.symbols import module_paths, read_module_symbols, why_unnamed
 from runner.testdef import TestDef, TestQuery
@@ -284,7 +284,7 @@ class Profiler:
                 active = [s for s in SIDES if not runs[s].done(self.options.seconds)]
                 if not active:
                     break
-                for slot in abba_pair(run, active):
+                for slot in run_pair(run, active):
                     qid = query_id(test.name, query.index, f"profile{run}")
                     settings = {**dict(test.settings), **self._profiler_settings(slot.side)}
                     outcome = executors[slot.side].execute(query.sql, qid, settings)

@@ -22,7 +22,7 @@ from runner.budget import TIMEOUT_CODES
 from runner.measure import Measurer
 from runner.protocol_clients import HTTP, NATIVE, ProtocolOutcome, execute
 from runner.protocols import ProtocolSpec, run_order
-from runner.schedule import abba_pair, first_run, query_id, run_label, server_set
+from runner.schedule import first_run, query_id, run_label, run_pair, server_set
 from runner.server import ServerProcess
 from runner.testdef import TestDef, TestQuery
 
@@ -103,7 +103,7 @@ class ProtocolRuns:
         """One execution per protocol, side and process set, in each set's first order."""
         for number in range(len(self.measurer.sets)):
             for protocol, sides in state.sides.items():
-                for slot in abba_pair(first_run(number), list(sides)):
+                for slot in run_pair(first_run(number), list(sides)):
                     if self._out_of_time(state, 0):
                         return False
                     self._execute(state, protocol, slot.side, number, "prewarm")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.protocol_clients import PROTOCOLS
-from runner.schedule import Slot, abba_pair
+from runner.schedule import Slot, run_pair
 from runner.testxml import Element, ElementError
 
 ELEMENT = "protocols"
@@ -115,4 +115,4 @@ def run_order(
 
 
 def _pair(run: int, sides: list[str]) -> tuple[Slot, ...]:
-    return abba_pair(run, sides) if sides else ()
+    return run_pair(run, sides) if sides else ()

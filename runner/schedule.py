@@ -29,14 +29,14 @@ def reference_first(run: int) -> bool:
     return (run // 2) % 4 in (0, 3)
 
 
-def abba_pair(run: int, sides: Sequence[str] = (REFERENCE, PATCHED)) -> tuple[Slot, ...]:
+def run_pair(run: int, sides: Sequence[str] = (REFERENCE, PATCHED)) -> tuple[Slot, ...]:
     """The executions of run `run` in order; with one side left, just that side."""
     ordered = list(sides) if reference_first(run) else list(reversed(sides))
     return tuple(Slot(run, side) for side in ordered)
 
 
-def abba_schedule(runs: int, sides: Sequence[str] = (REFERENCE, PATCHED)) -> tuple[Slot, ...]:
-    return tuple(slot for run in range(runs) for slot in abba_pair(run, sides))
+def run_schedule(runs: int, sides: Sequence[str] = (REFERENCE, PATCHED)) -> tuple[Slot, ...]:
+    return tuple(slot for run in range(runs) for slot in run_pair(run, sides))
 
 
 def server_set(run: int, sets: int) -> int:

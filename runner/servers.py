@@ -17,7 +17,7 @@ from artifacts.errors import InfrastructureError
 from artifacts.scratch import disown, make_scratch, sweep
 from artifacts.tables import PATCHED, REFERENCE
 from runner.control import ControlClient
-from runner.schedule import abba_pair, first_run
+from runner.schedule import first_run, run_pair
 from runner.server import (
     READY_TIMEOUT_S,
     Capabilities,
@@ -207,7 +207,7 @@ def started_server_sets(
 
 
 def _in_run_order(specs: tuple[ServerSpec, ServerSpec], number: int) -> list[ServerSpec]:
-    first = abba_pair(first_run(number))[0].side
+    first = run_pair(first_run(number))[0].side
     return sorted(specs, key=lambda spec: spec.side != first)
 
 

@@ -67,7 +67,7 @@ def test_the_element_is_no_unknown_element_warning() -> None:
     assert not test.warnings
 
 
-def test_each_protocol_runs_its_own_abba_pair_and_the_protocols_take_turns_first() -> None:
+def test_each_protocol_runs_its_own_pair_and_the_protocols_take_turns_first() -> None:
     both = [REFERENCE, PATCHED]
     sides = {"native": list(both), "http": list(both)}
     order = [

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from runner.schedule import abba_pair, abba_schedule, query_id
+from runner.schedule import query_id, run_pair, run_schedule
 
 
 @pytest.mark.parametrize(
@@ -19,19 +19,19 @@ from runner.schedule import abba_pair, abba_schedule, query_id
 def test_the_sides_alternate_within_a_block_and_every_second_block_is_mirrored(
     runs: int, expected: str
 ) -> None:
-    order = "".join(slot.side[0].upper() for slot in abba_schedule(runs))
+    order = "".join(slot.side[0].upper() for slot in run_schedule(runs))
     assert order == expected
 
 
 def test_each_run_number_executes_once_per_side() -> None:
-    slots = abba_schedule(5)
+    slots = run_schedule(5)
     assert sorted((s.run, s.side) for s in slots) == sorted(
         (n, side) for n in range(5) for side in ("reference", "patched")
     )
 
 
 def test_with_one_side_left_only_that_side_runs() -> None:
-    assert [s.side for s in abba_pair(3, ["reference"])] == ["reference"]
+    assert [s.side for s in run_pair(3, ["reference"])] == ["reference"]
 
 
 def test_query_id_is_the_same_on_both_sides_for_a_run() -> None:
@@ -44,14 +44,14 @@ def test_runs_go_to_the_process_sets_in_blocks_of_two_so_each_set_sees_both_orde
     assert [server_set(run, 2) for run in range(8)] == [0, 0, 1, 1, 0, 0, 1, 1]
     assert {server_set(run, 1) for run in range(8)} == {0}
     for process in (0, 1):
-        firsts = [abba_pair(run)[0].side for run in range(24) if server_set(run, 2) == process]
+        firsts = [run_pair(run)[0].side for run in range(24) if server_set(run, 2) == process]
         assert firsts.count("reference") == firsts.count("patched") == 6
 
 
 def test_one_side_runs_twice_in_a_row_only_across_a_switch_between_process_sets() -> None:
     from runner.schedule import server_set
 
-    slots = abba_schedule(24)
+    slots = run_schedule(24)
     edges = []
     for before, after in itertools.pairwise(slots):
         switch = server_set(before.run, 2) != server_set(after.run, 2)
@@ -68,5 +68,5 @@ def test_each_set_is_started_and_prewarmed_in_the_order_of_its_first_run() -> No
 
     for process in (0, 1, 2):
         assert server_set(first_run(process), 3) == process
-    assert abba_pair(first_run(0))[0].side == "reference"
-    assert abba_pair(first_run(1))[0].side == "patched"
+    assert run_pair(first_run(0))[0].side == "reference"
+    assert run_pair(first_run(1))[0].side == "patched"

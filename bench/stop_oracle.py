@@ -1,0 +1,146 @@
+"""The least client time any stop rule built on chperf's statistic could spend on a long fixed
+run and still leave at most a given share of the queries unstable: a bound for the
+machine-time bar, from the data alone.
+
+For each query of RUN (a fixed run of at least 40 runs a side, such as the truth of
+bench/bench_known_change.py), the statistic is computed at every look of the stop rule (6, 8,
+... 40 runs a side) as the live rule sees it. A query can end other than unstable only at a
+look where T is below the unstable threshold, or where it is significant with |D| of at least
+the minimum effect. The oracle knows the future and stops every query at its first such look.
+Up to --unstable-share of the queries (default 3%, the A/A bar) may end unstable at the first
+look instead; the oracle picks the ones that save the most time. A query that reaches no such
+look ends unstable too.
+
+Printed: that least client time over fixed 15 runs a query (the machine-time bar is 0.6), the
+floor of the first look alone (min_runs for every query), and the queries that cost the most.
+A real rule cannot know that T will fall at the next look, so it spends more than this bound:
+if the bound is above the bar, no stop rule with this statistic, this unstable threshold and
+this unstable share meets the bar on this data.
+
+Usage: .venv/bin/python bench/stop_oracle.py RUN [--unstable-share F] [--top N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from artifacts.manifest import read_manifest
+from bench.runs import Key, run_pairs
+from compare.interim import InterimJudge
+from compare.randomization import SeriesStats
+from compare.stopping import StopRule, is_checkpoint
+from compare.verdict import MIN_EFFECT, UNSTABLE_THRESHOLD, Thresholds
+from runner.measure import samples_of
+
+FIXED = 15
+UNSTABLE_SHARE = 0.03
+
+
+@dataclass(frozen=True)
+class Need:
+    """The first look at which a query can end other than unstable (None: no look can)."""
+
+    key: Key
+    runs: int | None
+    seconds: float | None  # client time of both sides up to that look
+    floor_seconds: float  # client time of both sides up to the first look
+    fixed_seconds: float  # client time of both sides over the first FIXED runs
+    fixed_settles: bool  # whether the first FIXED runs end other than unstable
+
+
+def settles(stats: SeriesStats | None, min_effect: float, unstable: float) -> bool:
+    """Whether a verdict at this look can be other than unstable."""
+    if stats is None or stats.diff is None or stats.threshold is None:
+        return False
+    changed = stats.significant and abs(stats.diff) >= min_effect
+    return changed or stats.threshold < unstable
+
+
+def needs(
+    runs: dict[Key, list[tuple[float, float]]], rule: StopRule, sets: int, judge: InterimJudge
+) -> list[Need]:
+    def settled_at(pairs: list[tuple[float, float]], n: int) -> bool:
+        times = {"reference": [r for r, _ in pairs[:n]], "patched": [p for _, p in pairs[:n]]}
+        return settles(judge.stats(samples_of(times, sets)), rule.min_effect, UNSTABLE_THRESHOLD)
+
+    out = []
+    for key, pairs in runs.items():
+        found: tuple[int, float] | None = None
+        for n in range(rule.min_runs, min(len(pairs), rule.extended_runs) + 1):
+            if is_checkpoint(rule, n) and settled_at(pairs, n):
+                found = (n, sum(r + p for r, p in pairs[:n]))
+                break
+        out.append(
+            Need(
+                key,
+                found[0] if found else None,
+                found[1] if found else None,
+                sum(r + p for r, p in pairs[: rule.min_runs]),
+                sum(r + p for r, p in pairs[:FIXED]),
+                settled_at(pairs, FIXED),
+            )
+        )
+    return out
+
+
+def least_time(queries: list[Need], share: float) -> tuple[float, list[Need]]:
+    """Client time of the oracle, and the queries it leaves unstable at the first look."""
+    allowed = math.floor(share * len(queries))
+    hopeless = [q for q in queries if q.runs is None]
+    hopeful = sorted(
+        (q for q in queries if q.runs is not None),
+        key=lambda q: (q.seconds or 0.0) - q.floor_seconds,
+        reverse=True,
+    )
+    given_up = hopeless + hopeful[: max(allowed - len(hopeless), 0)]
+    spent = sum(
+        q.floor_seconds if q in given_up else (q.seconds or q.floor_seconds) for q in queries
+    )
+    return spent, given_up
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run", type=Path, help="a fixed run with at least 40 runs a side")
+    parser.add_argument("--unstable-share", type=float, default=UNSTABLE_SHARE)
+    parser.add_argument("--top", type=int, default=10, help="list the N most costly queries")
+    args = parser.parse_args()
+    runs = run_pairs(args.run)
+    sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
+    rule = StopRule(queries=len(runs))
+    judge = InterimJudge(Thresholds(min_effect=MIN_EFFECT))
+    try:
+        queries = needs(runs, rule, sets, judge)
+    finally:
+        judge.close()
+    fixed = sum(q.fixed_seconds for q in queries)
+    floor = sum(q.floor_seconds for q in queries)
+    spent, given_up = least_time(queries, args.unstable_share)
+    print(f"{len(queries)} queries of {args.run}, {sets} process set(s)")
+    print(f"fixed {FIXED}: {sum(not q.fixed_settles for q in queries)} unstable")
+    print(f"first look alone ({rule.min_runs} runs a query): {floor / fixed:.2f} of fixed {FIXED}")
+    print(
+        f"least time leaving at most {args.unstable_share:.0%} unstable: {spent / fixed:.2f} of "
+        f"fixed {FIXED} (bar <= 0.6); unstable {len(given_up)}, of them "
+        f"{sum(q.runs is None for q in given_up)} with T >= {UNSTABLE_THRESHOLD:.0%} at every "
+        f"look to {rule.extended_runs} runs"
+    )
+    hopeless = [f"{q.key[0]} #{q.key[1]}" for q in queries if q.runs is None]
+    if hopeless:
+        print(f"  T >= {UNSTABLE_THRESHOLD:.0%} at every look: " + ", ".join(hopeless))
+    costly = sorted(queries, key=lambda q: (q.seconds or 0.0) - q.floor_seconds, reverse=True)
+    for q in costly[: args.top]:
+        left = " (left unstable)" if q in given_up else ""
+        runs_text = "never" if q.runs is None else f"{q.runs} runs"
+        extra = ((q.seconds or q.floor_seconds) - q.floor_seconds) / fixed
+        print(f"  {q.key[0]} #{q.key[1]}: settles at {runs_text}, +{extra:.3f}{left}")
+
+
+if __name__ == "__main__":
+    main()

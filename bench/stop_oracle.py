@@ -9,10 +9,15 @@ look where T is below the unstable threshold, or where it is significant with |D
 the minimum effect. The oracle knows the future and stops every query at its first such look.
 Up to --unstable-share of the queries (default 3%, the A/A bar) may end unstable at the first
 look instead; the oracle picks the ones that save the most time. A query that reaches no such
-look ends unstable too.
+look up to 40 runs ends unstable too; one that the source stopped sooner (its time limit) is
+taken to settle right after its last run, which no real rule could beat.
 
 Printed: that least client time over fixed 15 runs a query (the machine-time bar is 0.6), the
-floor of the first look alone (min_runs for every query), and the queries that cost the most.
+floor of the first look alone (min_runs for every query), the queries that cost the most, and
+how T shrinks: per run count n, the median and 10th and 90th percentiles over the queries of
+T at n over T at 40 runs scaled by sqrt(40 / n). Above 1, T is wider than 1/sqrt(runs) scaling
+from its value at 40 runs predicts: a rule that projects T forward from an early look gives up
+on queries that would have come below the threshold.
 A real rule cannot know that T will fall at the next look, so it spends more than this bound:
 if the bound is above the bar, no stop rule with this statistic, this unstable threshold and
 this unstable share meets the bar on this data.
@@ -30,6 +35,8 @@ from pathlib import Path
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+
 from artifacts.manifest import read_manifest
 from bench.runs import Key, run_pairs
 from compare.interim import InterimJudge
@@ -40,6 +47,8 @@ from runner.measure import samples_of
 
 FIXED = 15
 UNSTABLE_SHARE = 0.03
+SHRINK_COUNTS = (6, 8, 10, 12, 16, 20, 24, 30)
+LAST = 40
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,10 @@ def needs(
             if is_checkpoint(rule, n) and settled_at(pairs, n):
                 found = (n, sum(r + p for r, p in pairs[:n]))
                 break
+        if found is None and len(pairs) < rule.extended_runs:
+            # The source stopped this query early (its time limit): settling it costs at least
+            # all its runs, and giving it up stays open to the oracle.
+            found = (len(pairs), sum(r + p for r, p in pairs))
         out.append(
             Need(
                 key,
@@ -87,6 +100,30 @@ def needs(
             )
         )
     return out
+
+
+def shrinkage(
+    runs: dict[Key, list[tuple[float, float]]], sets: int, judge: InterimJudge
+) -> dict[int, list[float]]:
+    """Per run count n, over the queries with LAST runs: T_n / (T_LAST * sqrt(LAST / n)), T on
+    the log scale."""
+    ratios: dict[int, list[float]] = {n: [] for n in SHRINK_COUNTS}
+    for pairs in runs.values():
+        if len(pairs) < LAST:
+            continue
+        t = {}
+        for n in (*SHRINK_COUNTS, LAST):
+            times = {"reference": [r for r, _ in pairs[:n]], "patched": [p for _, p in pairs[:n]]}
+            stats = judge.stats(samples_of(times, sets))
+            t[n] = stats.threshold_log if stats is not None else None
+        last = t[LAST]
+        if not last:
+            continue
+        for n in SHRINK_COUNTS:
+            value = t[n]
+            if value is not None and math.isfinite(value):
+                ratios[n].append(value / (last * math.sqrt(LAST / n)))
+    return ratios
 
 
 def least_time(queries: list[Need], share: float) -> tuple[float, list[Need]]:
@@ -105,6 +142,14 @@ def least_time(queries: list[Need], share: float) -> tuple[float, list[Need]]:
     return spent, given_up
 
 
+def print_shrinkage(ratios: dict[int, list[float]]) -> None:
+    print(f"T at n runs over T at {LAST} scaled by sqrt({LAST} / n): median (10th-90th percentile)")
+    for n, values in ratios.items():
+        if values:
+            q = np.quantile(values, [0.5, 0.1, 0.9])
+            print(f"  {n:2d} runs: {q[0]:.2f} ({q[1]:.2f}-{q[2]:.2f}) over {len(values)} queries")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("run", type=Path, help="a fixed run with at least 40 runs a side")
@@ -117,6 +162,7 @@ def main() -> None:
     judge = InterimJudge(Thresholds(min_effect=MIN_EFFECT))
     try:
         queries = needs(runs, rule, sets, judge)
+        ratios = shrinkage(runs, sets, judge)
     finally:
         judge.close()
     fixed = sum(q.fixed_seconds for q in queries)
@@ -140,6 +186,7 @@ def main() -> None:
         runs_text = "never" if q.runs is None else f"{q.runs} runs"
         extra = ((q.seconds or q.floor_seconds) - q.floor_seconds) / fixed
         print(f"  {q.key[0]} #{q.key[1]}: settles at {runs_text}, +{extra:.3f}{left}")
+    print_shrinkage(ratios)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.stop_oracle import Need, least_time, needs
+from bench.stop_oracle import SHRINK_COUNTS, Need, least_time, needs, shrinkage
 from compare.interim import InterimJudge
 from compare.stopping import StopRule
 from compare.verdict import Thresholds
@@ -46,6 +46,15 @@ def test_a_quiet_query_settles_at_the_first_look_a_hopeless_one_never(judge: Int
     assert found["quiet"].fixed_seconds == pytest.approx(sum(r + p for r, p in pairs[:15]))
 
 
+def test_a_query_the_source_cut_short_settles_at_the_cost_of_all_its_runs(
+    judge: InterimJudge,
+) -> None:
+    pairs = _pairs(3, 0.8, runs=20)  # hopeless, but its source stopped it at 20 runs
+    (found,) = needs({("cut", 0): pairs}, StopRule(queries=1), 1, judge)
+    assert found.runs == 20
+    assert found.seconds == pytest.approx(sum(r + p for r, p in pairs))
+
+
 def test_a_noisier_query_needs_more_runs_than_a_quiet_one(judge: InterimJudge) -> None:
     runs = {("quiet", 0): _pairs(4, 0.01), ("noisy", 0): _pairs(4, 0.12)}
     found = {q.key[0]: q.runs for q in needs(runs, StopRule(queries=2), 1, judge)}
@@ -75,3 +84,23 @@ def test_hopeless_queries_use_up_the_share_first() -> None:
     assert spent == pytest.approx(1.0 + 1.0 + 1.5 + 30)
     spent, given_up = least_time(queries, 0.0)  # none may, yet the hopeless one is unstable
     assert [q.key[0] for q in given_up] == ["never"]
+
+
+def test_t_shrinks_like_one_over_sqrt_runs_on_normal_noise_but_not_after_a_slow_run(
+    judge: InterimJudge,
+) -> None:
+    runs = {("q", i): _pairs(100 + i, 0.05) for i in range(30)}
+    runs[("short", 0)] = _pairs(7, 0.05, runs=20)  # fewer than 40 runs: not in the ratios
+    ratios = shrinkage(runs, 1, judge)
+    assert list(ratios) == list(SHRINK_COUNTS)
+    assert all(len(values) == 30 for values in ratios.values())
+    assert all(0.8 < sorted(values)[15] < 1.3 for values in ratios.values())
+    # one reference run at 3x in the first block: the early intervals reach out to it
+    slowed = {}
+    for i in range(30):
+        pairs = _pairs(100 + i, 0.05)
+        pairs[1] = (3 * pairs[1][0], pairs[1][1])
+        slowed[("q", i)] = pairs
+    ratios = shrinkage(slowed, 1, judge)
+    median = {n: sorted(values)[15] for n, values in ratios.items()}
+    assert median[6] > 1.5 > 1.2 > median[30]

@@ -98,7 +98,7 @@ def main() -> None:
     )
     options_of_run = read_manifest(args.run).get("options") or {}
     sets = int(options_of_run.get("processes") or 1)  # older runs: one process a side
-    stops, short = _replay(rule, runs, options, sets)
+    stops, short = replay(rule, runs, options.thresholds, sets)
     with tempfile.TemporaryDirectory(prefix="chperf-replay-") as scratch:
         adaptive = _judge(args.run, Path(scratch) / "adaptive", stops, options)
         fixed = _judge(args.run, Path(scratch) / "fixed", dict.fromkeys(runs, FIXED), options)
@@ -133,11 +133,17 @@ def main() -> None:
               f"{f['verdict']}, true D {_pct(t.get('diff'))}")  # fmt: skip
 
 
-def _replay(
-    rule: StopRule, runs: dict[Key, list[tuple[float, float]]], options: CompareOptions, sets: int
+def replay(
+    rule: StopRule,
+    runs: dict[Key, list[tuple[float, float]]],
+    thresholds: Thresholds,
+    sets: int,
+    reasons: dict[Key, str] | None = None,
 ) -> tuple[dict[Key, int], int]:
-    """Run n of the source ran on process set server_set(n, sets), as the live rule saw it."""
-    judge = InterimJudge(options.thresholds)
+    """Where the rule stops each query, and how many wanted more runs than the source has. Run
+    n of the source ran on process set server_set(n, sets), as the live rule saw it. With
+    `reasons`, each stop's reason goes there."""
+    judge = InterimJudge(thresholds)
     stops: dict[Key, int] = {}
     discoveries = short = 0
     try:
@@ -154,9 +160,13 @@ def _replay(
                 if decision.stop:
                     stops[key] = n
                     discoveries += decision.discovery
+                    if reasons is not None:
+                        reasons[key] = decision.reason
                     break
             else:
                 short += len(pairs) < rule.extended_runs
+                if reasons is not None:
+                    reasons[key] = "the end of the source's runs"
     finally:
         judge.close()
     return stops, short

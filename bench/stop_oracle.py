@@ -13,11 +13,13 @@ look up to 40 runs ends unstable too; one that the source stopped sooner (its ti
 taken to settle right after its last run, which no real rule could beat.
 
 Printed: that least client time over fixed 15 runs a query (the machine-time bar is 0.6), the
-floor of the first look alone (min_runs for every query), the queries that cost the most, and
-how T shrinks: per run count n, the median and 10th and 90th percentiles over the queries of
-T at n over T at 40 runs scaled by sqrt(40 / n). Above 1, T is wider than 1/sqrt(runs) scaling
-from its value at 40 runs predicts: a rule that projects T forward from an early look gives up
-on queries that would have come below the threshold.
+floor of the first look alone (min_runs for every query), the queries that cost the most, the
+default stop rule replayed on the same runs (bench/replay_stops.py) with the time it spends
+above the oracle by the reason it stopped, and how T shrinks: per run count n, the median and
+10th and 90th percentiles over the queries of T at n over T at 40 runs scaled by
+sqrt(40 / n). Above 1, T is wider than 1/sqrt(runs) scaling from its value at 40 runs
+predicts: a rule that projects T forward from an early look gives up on queries that would
+have come below the threshold.
 A real rule cannot know that T will fall at the next look, so it spends more than this bound:
 if the bound is above the bar, no stop rule with this statistic, this unstable threshold and
 this unstable share meets the bar on this data.
@@ -38,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from artifacts.manifest import read_manifest
+from bench.replay_stops import replay
 from bench.runs import Key, run_pairs
+from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
 from compare.randomization import SeriesStats
 from compare.stopping import StopRule, is_checkpoint
@@ -142,6 +146,33 @@ def least_time(queries: list[Need], share: float) -> tuple[float, list[Need]]:
     return spent, given_up
 
 
+def reason_kind(reason: str) -> str:
+    """A stop reason without its figures."""
+    if "out of reach" in reason:
+        return "futility (rule 6)"
+    return reason.split(":")[0].split(" (")[0]
+
+
+def rule_gap(
+    queries: list[Need],
+    given_up: list[Need],
+    runs: dict[Key, list[tuple[float, float]]],
+    stops: dict[Key, int],
+    reasons: dict[Key, str],
+) -> dict[str, tuple[int, float]]:
+    """Per kind of stop reason: the rule's queries and their client time above the oracle's."""
+    oracle = {
+        q.key: q.floor_seconds if q in given_up else (q.seconds or q.floor_seconds) for q in queries
+    }
+    gap: dict[str, tuple[int, float]] = {}
+    for key, pairs in runs.items():
+        spent = sum(r + p for r, p in pairs[: stops[key]])
+        kind = reason_kind(reasons[key])
+        count, seconds = gap.get(kind, (0, 0.0))
+        gap[kind] = (count + 1, seconds + spent - oracle[key])
+    return gap
+
+
 def print_shrinkage(ratios: dict[int, list[float]]) -> None:
     print(f"T at n runs over T at {LAST} scaled by sqrt({LAST} / n): median (10th-90th percentile)")
     for n, values in ratios.items():
@@ -158,7 +189,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = run_pairs(args.run)
     sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
-    rule = StopRule(queries=len(runs))
+    rule = StopRule(fdr_q=FDR_Q, queries=len(runs))
     judge = InterimJudge(Thresholds(min_effect=MIN_EFFECT))
     try:
         queries = needs(runs, rule, sets, judge)
@@ -180,6 +211,14 @@ def main() -> None:
     hopeless = [f"{q.key[0]} #{q.key[1]}" for q in queries if q.runs is None]
     if hopeless:
         print(f"  T >= {UNSTABLE_THRESHOLD:.0%} at every look: " + ", ".join(hopeless))
+    reasons: dict[Key, str] = {}
+    stops, _ = replay(rule, runs, Thresholds(min_effect=MIN_EFFECT), sets, reasons)
+    rule_seconds = sum(sum(r + p for r, p in runs[k][: stops[k]]) for k in runs)
+    print(f"the default rule replayed: {rule_seconds / fixed:.2f} of fixed {FIXED}; above the "
+          "oracle, by why it stopped a query:")  # fmt: skip
+    gap = rule_gap(queries, given_up, runs, stops, reasons)
+    for kind, (count, seconds) in sorted(gap.items(), key=lambda item: -item[1][1]):
+        print(f"  {seconds / fixed:+.3f} over {count} queries: {kind}")
     costly = sorted(queries, key=lambda q: (q.seconds or 0.0) - q.floor_seconds, reverse=True)
     for q in costly[: args.top]:
         left = " (left unstable)" if q in given_up else ""

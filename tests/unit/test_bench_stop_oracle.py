@@ -7,7 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.stop_oracle import SHRINK_COUNTS, Need, least_time, needs, shrinkage
+from bench.stop_oracle import (
+    SHRINK_COUNTS,
+    Need,
+    least_time,
+    needs,
+    reason_kind,
+    rule_gap,
+    shrinkage,
+)
 from compare.interim import InterimJudge
 from compare.stopping import StopRule
 from compare.verdict import Thresholds
@@ -104,3 +112,20 @@ def test_t_shrinks_like_one_over_sqrt_runs_on_normal_noise_but_not_after_a_slow_
     ratios = shrinkage(slowed, 1, judge)
     median = {n: sorted(values)[15] for n, values in ratios.items()}
     assert median[6] > 1.5 > 1.2 > median[30]
+
+
+def test_the_rule_s_time_above_the_oracle_is_told_by_why_it_stopped() -> None:
+    runs = {("a", 0): [(1.0, 1.0)] * 10, ("b", 0): [(0.5, 0.5)] * 10}
+    queries = [
+        Need(("a", 0), 6, 12.0, floor_seconds=12.0, fixed_seconds=30.0, fixed_settles=True),
+        Need(("b", 0), None, None, floor_seconds=6.0, fixed_seconds=15.0, fixed_settles=False),
+    ]
+    _, given_up = least_time(queries, 0.0)
+    reasons = {
+        ("a", 0): "settled: T 7.0% above the target, but a change is out of reach: |D| 1.0%",
+        ("b", 0): "reached 40 runs (extended)",
+    }
+    gap = rule_gap(queries, given_up, runs, {("a", 0): 8, ("b", 0): 10}, reasons)
+    assert gap == {"futility (rule 6)": (1, 4.0), "reached 40 runs": (1, 4.0)}
+    assert reason_kind("settled changed (D +11.0%, p 0.0028)") == "settled changed"
+    assert reason_kind("used the 30 s time budget") == "used the 30 s time budget"

@@ -50,7 +50,7 @@ from pathlib import Path
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from artifacts.manifest import read_manifest
-from bench.runs import LARGE, SMALL, Key, run_pairs
+from bench.runs import LARGE, SMALL, Key, run_pairs, side_times
 from compare.blocked import MARGIN
 from compare.fdr import FDR_Q, benjamini_hochberg
 from compare.interim import InterimJudge
@@ -153,7 +153,7 @@ def simulate(
             continue
         stop, reason, stats = len(pairs), "ran out of pairs", None
         for n in range(1, len(pairs) + 1):
-            times = _sides(pairs[:n])
+            times = side_times(pairs[:n])
             spent = sum(times["reference"]) + sum(times["patched"])
             stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
             decision = should_stop(rule, n, spent, stats, discoveries)
@@ -162,11 +162,7 @@ def simulate(
                 discoveries += decision.discovery
                 break
         if stats is None:  # the final verdict needs the statistics at the stop
-            used = {
-                "reference": [r for r, _ in pairs[:stop]],
-                "patched": [p for _, p in pairs[:stop]],
-            }
-            stats = judge.stats(samples_of(used, sets))
+            stats = judge.stats(samples_of(side_times(pairs[:stop]), sets))
         outcomes[key] = Outcome(
             stop,
             reason,
@@ -211,10 +207,6 @@ def judge_run(
         counts["client_us"] += round(outcome.client_seconds * 1e6)
         counts["fixed_us"] += round(outcome.fixed_seconds * 1e6)
     return counts
-
-
-def _sides(pairs: Sequence[tuple[float, float]]) -> dict[str, list[float]]:
-    return {"reference": [r for r, _ in pairs], "patched": [p for _, p in pairs]}
 
 
 def _p_value(outcome: Outcome) -> float:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from artifacts.manifest import read_manifest
 from artifacts.tables import QUERY_LOG, RUNS
 from artifacts.tsv import read_table, write_table
-from bench.runs import LARGE, SMALL, Key, run_pairs, truth_undetermined
+from bench.runs import LARGE, SMALL, Key, run_pairs, side_times, truth_undetermined
 from compare import CompareOptions, compare_directory
 from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
@@ -150,10 +150,7 @@ def replay(
         for key, pairs in runs.items():
             stops[key] = len(pairs)
             for n in range(1, len(pairs) + 1):
-                times = {
-                    "reference": [r for r, _ in pairs[:n]],
-                    "patched": [p for _, p in pairs[:n]],
-                }
+                times = side_times(pairs[:n])
                 spent = sum(times["reference"]) + sum(times["patched"])
                 stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
                 decision = should_stop(rule, n, spent, stats, discoveries)

@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,12 @@ def run_pairs(run: Path) -> dict[Key, list[tuple[float, float]]]:
         ref, pat = sides[key]["reference"], sides[key]["patched"]
         pairs[key] = [(ref[n], pat[n]) for n in sorted(ref) if n in pat]
     return pairs
+
+
+def side_times(pairs: Sequence[tuple[float, float]]) -> dict[str, list[float]]:
+    """(reference, patched) pairs as each side's times in run order: runner.measure.samples_of's
+    input."""
+    return {"reference": [r for r, _ in pairs], "patched": [p for _, p in pairs]}
 
 
 def consensus(truths: list[dict[Key, float]], large: float, small: float) -> Consensus:

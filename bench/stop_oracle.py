@@ -41,7 +41,7 @@ import numpy as np
 
 from artifacts.manifest import read_manifest
 from bench.replay_stops import replay
-from bench.runs import Key, run_pairs
+from bench.runs import Key, run_pairs, side_times
 from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
 from compare.randomization import SeriesStats
@@ -79,8 +79,8 @@ def needs(
     runs: dict[Key, list[tuple[float, float]]], rule: StopRule, sets: int, judge: InterimJudge
 ) -> list[Need]:
     def settled_at(pairs: list[tuple[float, float]], n: int) -> bool:
-        times = {"reference": [r for r, _ in pairs[:n]], "patched": [p for _, p in pairs[:n]]}
-        return settles(judge.stats(samples_of(times, sets)), rule.min_effect, UNSTABLE_THRESHOLD)
+        stats = judge.stats(samples_of(side_times(pairs[:n]), sets))
+        return settles(stats, rule.min_effect, UNSTABLE_THRESHOLD)
 
     out = []
     for key, pairs in runs.items():
@@ -117,8 +117,7 @@ def shrinkage(
             continue
         t = {}
         for n in (*SHRINK_COUNTS, LAST):
-            times = {"reference": [r for r, _ in pairs[:n]], "patched": [p for _, p in pairs[:n]]}
-            stats = judge.stats(samples_of(times, sets))
+            stats = judge.stats(samples_of(side_times(pairs[:n]), sets))
             t[n] = stats.threshold_log if stats is not None else None
         last = t[LAST]
         if not last:

@@ -289,5 +289,5 @@ def _values(runs: dict[int, float]) -> tuple[float, ...]:
 def _pairs(
     reference: dict[int, float], patched: dict[int, float]
 ) -> tuple[tuple[float, float], ...]:
-    """(reference, patched) of every run number measured on both sides (ABBA pairs)."""
+    """(reference, patched) of every run number measured on both sides (the pairs)."""
     return tuple((reference[r], patched[r]) for r in sorted(reference.keys() & patched.keys()))

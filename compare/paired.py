@@ -1,4 +1,4 @@
-"""The two verdict methods. paired (the default): a rank test within the ABBA blocks of each
+"""The two verdict methods. paired (the default): a rank test within the blocks of each
 query's runs, with the Hodges-Lehmann estimate and its interval (compare/blocked.py);
 pooled: ClickHouse's randomization test over the pooled runs (compare/randomization.py).
 docs/method.md, "The verdict statistic"."""

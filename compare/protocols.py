@@ -1,5 +1,5 @@
 """Verdicts of protocol timings (docs/protocols.md): per (test, query, protocol, phase), the
-paired statistic of compare/blocked.py over the ABBA pairs of protocol_runs.tsv, classified
+paired statistic of compare/blocked.py over the pairs of protocol_runs.tsv, classified
 with the per-query thresholds (min effect, unstable threshold).
 
 Which verdicts fail the check: a `slower` full transfer (the time a client waits for the

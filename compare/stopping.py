@@ -1,4 +1,4 @@
-"""The adaptive stop rule: how many ABBA runs a query gets. Pure. After each run from
+"""The adaptive stop rule: how many runs a side a query gets. Pure. After each run from
 `min_runs` on, RULES, tried in order, decide whether more runs can still change the verdict.
 
 Each rule's reasoning: docs/method.md, "The adaptive stop rule". Error rates are measured by

@@ -1,4 +1,4 @@
-"""Measuring one query on both servers: prewarm, ABBA runs, deaths and hangs; its query_log
+"""Measuring one query on both servers: prewarm, the runs in turn, deaths and hangs; its query_log
 rows come from runner/querylog.py, its tables go through runner/writers.py."""
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from runner.writers import Writers
 DEATH_GRACE_S = 2.0
 # KILL QUERY after the client's timeout: a server that cannot answer it this fast is hung.
 CANCEL_TIMEOUT_S = 2.0
-# The first run after an adaptive look (~20 ms of idle servers) runs ~2% slower, which in ABBA is
-# noise in every pair; a 4-5 ms single-threaded query on the server that runs next removes most
+# The first run after an adaptive look (~20 ms of idle servers) runs ~2% slower: noise in every
+# pair; a 4-5 ms single-threaded query on the server that runs next removes most
 # of it (bench/bench_wake.py; docs/method.md "The adaptive stop rule"). Not logged, not a measured
 # run (its time counts in measured_runs_seconds).
 WAKE_QUERY = "SELECT count() FROM numbers(10000000)"
@@ -80,7 +80,7 @@ def sql_string(text: str) -> str:
 
 def samples_of(times: dict[str, list[float]], sets: int = 1) -> Samples:
     """A query's client times so far; run n of both sides is the n-th value of each list (a
-    side stops at its first failure), so zipping them gives the ABBA pairs, and run n ran on
+    side stops at its first failure), so zipping them gives the pairs, and run n ran on
     process set server_set(n, sets)."""
     reference, patched = tuple(times[REFERENCE]), tuple(times[PATCHED])
     pairs = tuple(zip(reference, patched, strict=False))
@@ -110,7 +110,7 @@ class Measurer:
             for pair in self.sets
         ]
         self.measured = MeasuredRuns()
-        # Wall time of the measured (ABBA) runs alone, for the harness-efficiency benchmark.
+        # Wall time of the measured runs alone, for the harness-efficiency benchmark.
         self.run_seconds = 0.0
         # Client times of the current test's queries, for interim verdicts (profiling).
         self.samples: dict[int, dict[str, list[float]]] = {}

@@ -1,7 +1,7 @@
 """Profile runs, after the measured runs: folded stacks of each server running one query, from
 `system.trace_log` (query profiler on for these runs only) or, on servers whose profiler does
 not sample (18.16 has no trace_log; the chdb engine never samples), `perf record` on its PID
-folded with `inferno-collapse-perf`. ABBA order, as measured.
+folded with `inferno-collapse-perf`. In the run order of runner/schedule.py, as measured.
 
 Each side's record says how many runs were profiled and what CPU time a sample stands for, so
 the report draws both sides per run; why frames have no names (a stripped module) is read from

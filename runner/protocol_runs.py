@@ -1,5 +1,5 @@
 """Measuring a `<protocols>` test's queries per interface (docs/protocols.md): probe each
-interface of every server, prewarm each query over each protocol, then the ABBA pairs of
+interface of every server, prewarm each query over each protocol, then the pairs of
 runner/protocols.py, written to protocol_runs.tsv; what could not be measured goes to
 protocol_problems.tsv with the server's words. Runs after the test's usual measurement, on
 the same servers and data."""

@@ -1,6 +1,6 @@
 """The `<protocols>` element of a test (docs/protocols.md): besides the usual measurement, each
 query of the test is timed over the named interfaces of both servers, phase by phase
-(connect, first byte, full transfer, bytes received), in ABBA pairs per protocol.
+(connect, first byte, full transfer, bytes received), in pairs per protocol.
 
     <protocols runs="10">native http</protocols>
 
@@ -102,7 +102,7 @@ class ProtocolSlot:
 def run_order(
     run: int, protocols: tuple[str, ...], sides: dict[str, list[str]]
 ) -> list[ProtocolSlot]:
-    """The executions of pair `run`: each protocol's ABBA pair (runner/schedule.py), the
+    """The executions of pair `run`: each protocol's pair (runner/schedule.py), the
     protocols rotated by one each run so that none always goes first. `sides`: the sides
     each protocol is still measured on."""
     shift = run % len(protocols) if protocols else 0

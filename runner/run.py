@@ -1,4 +1,5 @@
-"""One chperf run: start both servers, run every test in ABBA order, write the artifacts."""
+"""One chperf run: start both servers, run every test in the run order of runner/schedule.py,
+write the artifacts."""
 
 from __future__ import annotations
 

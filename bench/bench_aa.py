@@ -50,10 +50,14 @@ def main() -> None:
     parser.add_argument(
         "--interferer", action="store_true", help="beside a noisy neighbour (bench/interferer.py)"
     )
+    parser.add_argument(
+        "--processes", type=int, default=None, metavar="N", help="chperf run --processes N"
+    )
     args = parser.parse_args()
     tests = QUICK_TESTS if args.quick else args.tests
     extra = ["--aa"] + (["--reference", str(args.binary)] if args.binary else [])
     extra += ["--pin-cpu", args.pin_cpu] if args.pin_cpu else []
+    extra += ["--processes", str(args.processes)] if args.processes else []
     with Interferer() if args.interferer else contextlib.nullcontext() as neighbour:
         result = chperf_run(args.out, tests, extra)
     if neighbour is not None:

@@ -106,6 +106,13 @@ def main() -> None:
         action="store_true",
         help="chperf run --renew-set for the adaptive and fixed runs (not the truth)",
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="chperf run --processes N for the adaptive and fixed runs (not the truth)",
+    )
     args = parser.parse_args()
     args.reuse_truth = args.reuse_truth or args.rescore
     tests = QUICK_TESTS if args.quick else args.tests
@@ -123,6 +130,7 @@ def main() -> None:
             fixed = existing_run(args.out / "fixed15")
     else:
         measured = [*overlay, "--renew-set"] if args.renew_set else overlay
+        measured += ["--processes", str(args.processes)] if args.processes else []
         with Interferer() if args.interferer else contextlib.nullcontext():
             adaptive = chperf_run(args.out / "adaptive", tests, measured)
             if not args.adaptive_only:

@@ -50,12 +50,13 @@ from pathlib import Path
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from artifacts.manifest import read_manifest
+from bench.replay_stops import stop_points
 from bench.runs import LARGE, SMALL, Key, run_pairs, side_times
 from compare.blocked import MARGIN
 from compare.fdr import FDR_Q, benjamini_hochberg
 from compare.interim import InterimJudge
 from compare.randomization import SeriesStats
-from compare.stopping import StopRule, is_checkpoint, should_stop
+from compare.stopping import StopRule
 from compare.verdict import Thresholds, not_on_every_process
 from runner.measure import samples_of
 
@@ -146,28 +147,17 @@ def simulate(
     sets: int,
 ) -> dict[Key, Outcome]:
     """Each query in order, as a live run measures them, with the run's discovery count."""
-    discoveries = 0
     outcomes = {}
-    for key, pairs in sequences.items():
-        if not pairs:
-            continue
-        stop, reason, stats = len(pairs), "ran out of pairs", None
-        for n in range(1, len(pairs) + 1):
-            times = side_times(pairs[:n])
-            spent = sum(times["reference"]) + sum(times["patched"])
-            stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
-            decision = should_stop(rule, n, spent, stats, discoveries)
-            if decision.stop:
-                stop, reason = n, decision.reason
-                discoveries += decision.discovery
-                break
+    for stop in stop_points(rule, {k: p for k, p in sequences.items() if p}, judge, sets):
+        pairs = sequences[stop.key]
+        stats = stop.stats
         if stats is None:  # the final verdict needs the statistics at the stop
-            stats = judge.stats(samples_of(side_times(pairs[:stop]), sets))
-        outcomes[key] = Outcome(
-            stop,
-            reason,
+            stats = judge.stats(samples_of(side_times(pairs[: stop.runs]), sets))
+        outcomes[stop.key] = Outcome(
+            stop.runs,
+            stop.reason or "ran out of pairs",
             stats,
-            sum(r + p for r, p in pairs[:stop]),
+            sum(r + p for r, p in pairs[: stop.runs]),
             sum(r + p for r, p in pairs[:FIXED]),
         )
     return outcomes

@@ -30,6 +30,8 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ from bench.runs import LARGE, SMALL, Key, run_pairs, side_times, truth_undetermi
 from compare import CompareOptions, compare_directory
 from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
+from compare.randomization import SeriesStats
 from compare.stopping import StopRule, is_checkpoint, should_stop
 from compare.verdict import MIN_EFFECT, Thresholds
 from runner.measure import samples_of
@@ -140,33 +143,50 @@ def replay(
     sets: int,
     reasons: dict[Key, str] | None = None,
 ) -> tuple[dict[Key, int], int]:
-    """Where the rule stops each query, and how many wanted more runs than the source has. Run
-    n of the source ran on process set server_set(n, sets), as the live rule saw it. With
+    """Where the rule stops each query, and how many wanted more runs than the source has. With
     `reasons`, each stop's reason goes there."""
     judge = InterimJudge(thresholds)
     stops: dict[Key, int] = {}
-    discoveries = short = 0
+    short = 0
     try:
-        for key, pairs in runs.items():
-            stops[key] = len(pairs)
-            for n in range(1, len(pairs) + 1):
-                times = side_times(pairs[:n])
-                spent = sum(times["reference"]) + sum(times["patched"])
-                stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
-                decision = should_stop(rule, n, spent, stats, discoveries)
-                if decision.stop:
-                    stops[key] = n
-                    discoveries += decision.discovery
-                    if reasons is not None:
-                        reasons[key] = decision.reason
-                    break
-            else:
-                short += len(pairs) < rule.extended_runs
-                if reasons is not None:
-                    reasons[key] = "the end of the source's runs"
+        for stop in stop_points(rule, runs, judge, sets):
+            stops[stop.key] = stop.runs
+            if stop.reason is None:
+                short += len(runs[stop.key]) < rule.extended_runs
+            if reasons is not None:
+                reasons[stop.key] = stop.reason or "the end of the source's runs"
     finally:
         judge.close()
     return stops, short
+
+
+@dataclass(frozen=True)
+class Stop:
+    key: Key
+    runs: int
+    reason: str | None  # None: the source's runs ended first
+    stats: SeriesStats | None  # at the stop, when it was a look
+
+
+def stop_points(
+    rule: StopRule, runs: dict[Key, list[tuple[float, float]]], judge: InterimJudge, sets: int
+) -> Iterator[Stop]:
+    """Each query in order, as a live run measures them, with the run's discovery count so far:
+    where the rule stops it. Run n of the source ran on process set server_set(n, sets), as the
+    live rule saw it."""
+    discoveries = 0
+    for key, pairs in runs.items():
+        stop = Stop(key, len(pairs), None, None)
+        for n in range(1, len(pairs) + 1):
+            times = side_times(pairs[:n])
+            spent = sum(times["reference"]) + sum(times["patched"])
+            stats = judge.stats(samples_of(times, sets)) if is_checkpoint(rule, n) else None
+            decision = should_stop(rule, n, spent, stats, discoveries)
+            if decision.stop:
+                stop = Stop(key, n, decision.reason, stats)
+                discoveries += decision.discovery
+                break
+        yield stop
 
 
 def _judge(

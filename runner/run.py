@@ -60,7 +60,7 @@ from runner.statements import (
     settle_all,
     statements,
 )
-from runner.testdef import TestDef
+from runner.testdef import TestDef, TestQuery
 from runner.testsetup import everywhere, set_up, tear_down
 from runner.writers import Writers
 
@@ -338,40 +338,50 @@ class Run:
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
-            progress.activity(test.name, "setup done, waiting for background merges")
-            settle_for = self.clock.cap(SETTLE_TIMEOUT_S).seconds
-            for warning in settle_all(measurer.sets, test, settle_for):
-                self._warn(warning)
-            for q in queries:
-                why = self.clock.out_of_time()
-                if why is not None:
-                    self.writers.errors.write(
-                        ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, why)
-                    )
-                    progress.skip_queries(1)
-                    self.accounts.ended.add((test.name, q.index))
-                    continue
-                progress.start_query(test.name, q.index, q.name)
-                measurer.measure(test, q, sides)
-                self.accounts.ended.add((test.name, q.index))
-                progress.end_query()
-            measurer.collect_query_log(test.name)
-            if test.protocols is not None:
-                activity = functools.partial(progress.activity, test.name)
-                ProtocolRuns(measurer, activity).measure(test, queries, sides)
-            if not any(all(t.values()) for t in measurer.samples.values()):
-                why = next(iter(measurer.first_failures.values()), "no runs")
-                print(
-                    f"chperf: {console_text(test.name)}: no query was measured on both sides: "
-                    f"{console_text(why)}",
-                    file=sys.stderr,
-                )
+            self._measure_queries(measurer, progress, test, queries, sides)
         else:
             status, reason = TEST_ERROR, f"setup failed: {setup_error}"
             print(f"chperf: {console_text(test.name)}: {console_text(reason)}", file=sys.stderr)
             progress.skip_queries(len(queries))
         self.accounts.test_row(test, status, reason, time.monotonic() - start)
         return status == TEST_RAN
+
+    def _measure_queries(
+        self,
+        measurer: Measurer,
+        progress: Progress,
+        test: TestDef,
+        queries: tuple[TestQuery, ...],
+        sides: tuple[str, ...],
+    ) -> None:
+        """After a setup that worked on `sides`: every query's runs, the test's query_log
+        rows and its protocol runs."""
+        progress.activity(test.name, "setup done, waiting for background merges")
+        settle_for = self.clock.cap(SETTLE_TIMEOUT_S).seconds
+        for warning in settle_all(measurer.sets, test, settle_for):
+            self._warn(warning)
+        for q in queries:
+            why = self.clock.out_of_time()
+            if why is not None:
+                self.writers.errors.write(ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, why))
+                progress.skip_queries(1)
+                self.accounts.ended.add((test.name, q.index))
+                continue
+            progress.start_query(test.name, q.index, q.name)
+            measurer.measure(test, q, sides)
+            self.accounts.ended.add((test.name, q.index))
+            progress.end_query()
+        measurer.collect_query_log(test.name)
+        if test.protocols is not None:
+            activity = functools.partial(progress.activity, test.name)
+            ProtocolRuns(measurer, activity).measure(test, queries, sides)
+        if not any(all(t.values()) for t in measurer.samples.values()):
+            why = next(iter(measurer.first_failures.values()), "no runs")
+            print(
+                f"chperf: {console_text(test.name)}: no query was measured on both sides: "
+                f"{console_text(why)}",
+                file=sys.stderr,
+            )
 
     def _warn(self, message: str) -> None:
         print(f"chperf: warning: {console_text(message, 1000)}", file=sys.stderr)

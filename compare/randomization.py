@@ -140,7 +140,7 @@ class Randomization:
     def sampled_splits(self, runs_reference: int, runs_patched: int) -> list[tuple[int, ...]]:
         """The group-1 positions (1-based, in the sorted pooled runs) of every sampled split."""
         rows = self._engine.rows("sampled_splits.sql", _sampling(runs_reference, runs_patched))
-        return [tuple(int(v) for v in row[1].strip("[]").split(",")) for row in rows]
+        return [positions(row[1]) for row in rows]
 
     def _ensure_split_weights(self, n1: int, n2: int) -> None:
         if (n1, n2) in self._sizes:
@@ -153,6 +153,11 @@ class Randomization:
             self._engine.insert("split_weights", "split_weights_sampled.sql", params)
             self._engine.execute("DROP TABLE sampled_splits", source="sampled_splits.sql")
         self._sizes.add((n1, n2))
+
+
+def positions(text: str) -> tuple[int, ...]:
+    """A chDB Array(UInt32) of split positions, as TSV prints it ("[1,4,5]")."""
+    return tuple(int(v) for v in text.strip("[]").split(","))
 
 
 def _sampling(n1: int, n2: int) -> dict[str, str | int | float]:

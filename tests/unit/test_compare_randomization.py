@@ -18,6 +18,7 @@ from compare.randomization import (
     Randomization,
     Samples,
     is_exact,
+    positions,
 )
 from tests.oracle import all_splits, inverted_cdf_quantile, randomization
 
@@ -125,7 +126,7 @@ def test_sampled_splits_scale_to_hundreds_of_runs_a_side(engine: SqlEngine) -> N
     rows = engine.rows("sampled_splits.sql", params)
     assert len(rows) == 40
     for row in rows:
-        group1, group2 = (_positions(text) for text in row[1:3])
+        group1, group2 = (list(positions(text)) for text in row[1:3])
         assert len(group1) == n1 and group1 == sorted(group1)
         assert len(group2) == n2 and group2 == sorted(group2)
         assert sorted(group1 + group2) == list(range(1, n1 + n2 + 1))
@@ -133,10 +134,6 @@ def test_sampled_splits_scale_to_hundreds_of_runs_a_side(engine: SqlEngine) -> N
     samples = Samples(tuple(rng.normal(1.0, 0.05, n1)), tuple(rng.normal(1.0, 0.05, n2)))
     stats = Randomization(engine).statistics({"q": samples})["q"]
     assert not stats.exact and stats.p_value is not None and 0 < stats.p_value <= 1
-
-
-def _positions(text: str) -> list[int]:
-    return [int(v) for v in text.strip("[]").split(",")]
 
 
 def test_sampled_splits_are_the_same_every_time(engine: SqlEngine) -> None:

@@ -19,7 +19,9 @@ above the oracle by the reason it stopped, and how T shrinks: per run count n, t
 10th and 90th percentiles over the queries of T at n over T at 40 runs scaled by
 sqrt(40 / n). Above 1, T is wider than 1/sqrt(runs) scaling from its value at 40 runs
 predicts: a rule that projects T forward from an early look gives up on queries that would
-have come below the threshold.
+have come below the threshold. Last, the same least time for an ideal statistic that knows
+each query's noise in advance (its standard deviation, or its robust spread, over all the
+pairs of RUN): what a better statistic could at most win.
 A real rule cannot know that T will fall at the next look, so it spends more than this bound:
 if the bound is above the bar, no stop rule with this statistic, this unstable threshold and
 this unstable share meets the bar on this data.
@@ -32,8 +34,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,6 +46,7 @@ import numpy as np
 from artifacts.manifest import read_manifest
 from bench.replay_stops import replay
 from bench.runs import Key, run_pairs, side_times
+from compare.blocked import ALPHA, MARGIN_LOG
 from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
 from compare.randomization import SeriesStats
@@ -82,6 +87,36 @@ def needs(
         stats = judge.stats(samples_of(side_times(pairs[:n]), sets))
         return settles(stats, rule.min_effect, UNSTABLE_THRESHOLD)
 
+    return needs_by(runs, rule, settled_at)
+
+
+def known_noise_needs(
+    runs: dict[Key, list[tuple[float, float]]], rule: StopRule, robust: bool
+) -> list[Need]:
+    """`needs` for an ideal statistic that knows each query's noise in advance: its spread s
+    of d = ln(P / R) over all the pairs of RUN (the standard deviation, or 1.4826 x MAD with
+    `robust`), its interval D +- z s / sqrt(n) at the test's level, D the median of d over all
+    the pairs. No statistic computed from the runs alone does better; robust is the bound of
+    one that also knows which runs are outliers."""
+    z = float(NormalDist().inv_cdf(1 - ALPHA / 2))
+    unstable, min_effect = math.log1p(UNSTABLE_THRESHOLD), math.log1p(rule.min_effect)
+
+    def settled_at(pairs: list[tuple[float, float]], n: int) -> bool:
+        d = np.log([p / r for r, p in pairs])
+        diff = float(np.median(d))
+        spread = 1.4826 * float(np.median(np.abs(d - diff))) if robust else float(np.std(d, ddof=1))
+        half = z * spread / math.sqrt(n)
+        return half < unstable or (abs(diff) >= min_effect and abs(diff) - half > MARGIN_LOG)
+
+    return needs_by(runs, rule, settled_at)
+
+
+def needs_by(
+    runs: dict[Key, list[tuple[float, float]]],
+    rule: StopRule,
+    settled_at: Callable[[list[tuple[float, float]], int], bool],
+) -> list[Need]:
+    """Per query, the first look of `rule` at which `settled_at(pairs, n)` holds."""
     out = []
     for key, pairs in runs.items():
         found: tuple[int, float] | None = None
@@ -225,6 +260,11 @@ def main() -> None:
         extra = ((q.seconds or q.floor_seconds) - q.floor_seconds) / fixed
         print(f"  {q.key[0]} #{q.key[1]}: settles at {runs_text}, +{extra:.3f}{left}")
     print_shrinkage(ratios)
+    for robust in (False, True):
+        ideal, _ = least_time(known_noise_needs(runs, rule, robust), args.unstable_share)
+        known = "robust spread (1.4826 x MAD)" if robust else "standard deviation"
+        print(f"a statistic knowing each query's {known} of ln(P / R) in advance: "
+              f"{ideal / fixed:.2f} of fixed {FIXED}")  # fmt: skip
 
 
 if __name__ == "__main__":

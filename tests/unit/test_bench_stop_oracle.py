@@ -10,6 +10,7 @@ import pytest
 from bench.stop_oracle import (
     SHRINK_COUNTS,
     Need,
+    known_noise_needs,
     least_time,
     needs,
     reason_kind,
@@ -129,3 +130,20 @@ def test_the_rule_s_time_above_the_oracle_is_told_by_why_it_stopped() -> None:
     assert gap == {"futility (rule 6)": (1, 4.0), "reached 40 runs": (1, 4.0)}
     assert reason_kind("settled changed (D +11.0%, p 0.0028)") == "settled changed"
     assert reason_kind("used the 30 s time budget") == "used the 30 s time budget"
+
+
+def test_a_statistic_knowing_the_noise_settles_by_it_and_a_robust_one_ignores_outliers() -> None:
+    rule = StopRule(queries=4)
+    # sd 0.02: 2.58 x 0.028 / sqrt(6) is far below 10%; sd 0.2: about 2.58 x 0.28 / sqrt(40)
+    runs = {("quiet", 0): _pairs(5, 0.02), ("noisy", 0): _pairs(6, 0.2)}
+    outlying = _pairs(7, 0.02)
+    for i in range(0, 40, 5):  # every fifth reference run 4x slower: a heavy tail
+        outlying[i] = (4 * outlying[i][0], outlying[i][1])
+    runs[("outliers", 0)] = outlying
+    runs[("change", 0)] = _pairs(8, 0.15, ratio=1.5)  # settles as a change, not by its spread
+    sd = {q.key[0]: q.runs for q in known_noise_needs(runs, rule, robust=False)}
+    robust = {q.key[0]: q.runs for q in known_noise_needs(runs, rule, robust=True)}
+    assert sd["quiet"] == robust["quiet"] == 6
+    assert sd["noisy"] is None and robust["noisy"] is None  # 10% out of reach even at 40
+    assert sd["outliers"] is None and robust["outliers"] == 6
+    assert sd["change"] == robust["change"] == 6

@@ -96,8 +96,9 @@ def known_noise_needs(
     """`needs` for an ideal statistic that knows each query's noise in advance: its spread s
     of d = ln(P / R) over all the pairs of RUN (the standard deviation, or 1.4826 x MAD with
     `robust`), its interval D +- z s / sqrt(n) at the test's level, D the median of d over all
-    the pairs. No statistic computed from the runs alone does better; robust is the bound of
-    one that also knows which runs are outliers."""
+    the pairs. With the standard deviation it is the best a statistic on the mean of d can
+    do (a rank statistic can do better on heavy tails); with the robust spread, the best of one
+    that also knew which runs are outliers."""
     z = float(NormalDist().inv_cdf(1 - ALPHA / 2))
     unstable, min_effect = math.log1p(UNSTABLE_THRESHOLD), math.log1p(rule.min_effect)
 

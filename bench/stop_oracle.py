@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from artifacts.manifest import read_manifest
+from bench.noise_sources import robust_spread
 from bench.replay_stops import replay
 from bench.runs import Key, run_pairs, side_times
 from compare.blocked import ALPHA, MARGIN_LOG
@@ -83,8 +85,8 @@ def settles(stats: SeriesStats | None, min_effect: float, unstable: float) -> bo
 def needs(
     runs: dict[Key, list[tuple[float, float]]], rule: StopRule, sets: int, judge: InterimJudge
 ) -> list[Need]:
-    def settled_at(pairs: list[tuple[float, float]], n: int) -> bool:
-        stats = judge.stats(samples_of(side_times(pairs[:n]), sets))
+    def settled_at(key: Key, n: int) -> bool:
+        stats = judge.stats(samples_of(side_times(runs[key][:n]), sets))
         return settles(stats, rule.min_effect, UNSTABLE_THRESHOLD)
 
     return needs_by(runs, rule, settled_at)
@@ -101,11 +103,13 @@ def known_noise_needs(
     that also knew which runs are outliers."""
     z = float(NormalDist().inv_cdf(1 - ALPHA / 2))
     unstable, min_effect = math.log1p(UNSTABLE_THRESHOLD), math.log1p(rule.min_effect)
+    noise: dict[Key, tuple[float, float]] = {}  # per query: (D, s) from all its pairs
+    for key, pairs in runs.items():
+        d = [math.log(p / r) for r, p in pairs]
+        noise[key] = (statistics.median(d), robust_spread(d) if robust else statistics.stdev(d))
 
-    def settled_at(pairs: list[tuple[float, float]], n: int) -> bool:
-        d = np.log([p / r for r, p in pairs])
-        diff = float(np.median(d))
-        spread = 1.4826 * float(np.median(np.abs(d - diff))) if robust else float(np.std(d, ddof=1))
+    def settled_at(key: Key, n: int) -> bool:
+        diff, spread = noise[key]
         half = z * spread / math.sqrt(n)
         return half < unstable or (abs(diff) >= min_effect and abs(diff) - half > MARGIN_LOG)
 
@@ -115,14 +119,14 @@ def known_noise_needs(
 def needs_by(
     runs: dict[Key, list[tuple[float, float]]],
     rule: StopRule,
-    settled_at: Callable[[list[tuple[float, float]], int], bool],
+    settled_at: Callable[[Key, int], bool],
 ) -> list[Need]:
-    """Per query, the first look of `rule` at which `settled_at(pairs, n)` holds."""
+    """Per query, the first look of `rule` at which `settled_at(key, n)` holds."""
     out = []
     for key, pairs in runs.items():
         found: tuple[int, float] | None = None
         for n in range(rule.min_runs, min(len(pairs), rule.extended_runs) + 1):
-            if is_checkpoint(rule, n) and settled_at(pairs, n):
+            if is_checkpoint(rule, n) and settled_at(key, n):
                 found = (n, sum(r + p for r, p in pairs[:n]))
                 break
         if found is None and len(pairs) < rule.extended_runs:
@@ -136,7 +140,7 @@ def needs_by(
                 found[1] if found else None,
                 sum(r + p for r, p in pairs[: rule.min_runs]),
                 sum(r + p for r, p in pairs[:FIXED]),
-                settled_at(pairs, FIXED),
+                settled_at(key, FIXED),
             )
         )
     return out

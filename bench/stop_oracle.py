@@ -19,7 +19,9 @@ above the oracle by the reason it stopped, and how T shrinks: per run count n, t
 10th and 90th percentiles over the queries of T at n over T at 40 runs scaled by
 sqrt(40 / n). Above 1, T is wider than 1/sqrt(runs) scaling from its value at 40 runs
 predicts: a rule that projects T forward from an early look gives up on queries that would
-have come below the threshold. Last, the same least time for an ideal statistic that knows
+have come below the threshold. Then the share of queries a fixed run count leaves unstable,
+and its time, for 6 to 40 runs a query: what the adaptive rule's unstable share would cost
+without it. Last, the same least time for an ideal statistic that knows
 each query's noise in advance (its standard deviation, or its robust spread, over all the
 pairs of RUN): what a better statistic could at most win.
 A real rule cannot know that T will fall at the next look, so it spends more than this bound:
@@ -59,6 +61,7 @@ from runner.measure import samples_of
 FIXED = 15
 UNSTABLE_SHARE = 0.03
 SHRINK_COUNTS = (6, 8, 10, 12, 16, 20, 24, 30)
+FIXED_COUNTS = (6, 8, 10, 12, 15, 20, 24, 30, 36, 40)
 LAST = 40
 
 
@@ -169,6 +172,24 @@ def shrinkage(
     return ratios
 
 
+def fixed_counts(
+    runs: dict[Key, list[tuple[float, float]]], sets: int, judge: InterimJudge
+) -> list[tuple[int, int, float]]:
+    """Per run count n of FIXED_COUNTS: the queries that end unstable when every query gets
+    its first n runs (a query with fewer runs keeps all it has), and the client time of those
+    runs over that of the first FIXED runs."""
+    fixed = sum(sum(r + p for r, p in pairs[:FIXED]) for pairs in runs.values())
+    out = []
+    for n in FIXED_COUNTS:
+        unstable = 0
+        for pairs in runs.values():
+            stats = judge.stats(samples_of(side_times(pairs[:n]), sets))
+            unstable += not settles(stats, MIN_EFFECT, UNSTABLE_THRESHOLD)
+        spent = sum(sum(r + p for r, p in pairs[:n]) for pairs in runs.values())
+        out.append((n, unstable, spent / fixed))
+    return out
+
+
 def least_time(queries: list[Need], share: float) -> tuple[float, list[Need]]:
     """Client time of the oracle, and the queries it leaves unstable at the first look."""
     allowed = math.floor(share * len(queries))
@@ -233,6 +254,7 @@ def main() -> None:
     try:
         queries = needs(runs, rule, sets, judge)
         ratios = shrinkage(runs, sets, judge)
+        counts = fixed_counts(runs, sets, judge)
     finally:
         judge.close()
     fixed = sum(q.fixed_seconds for q in queries)
@@ -265,6 +287,10 @@ def main() -> None:
         extra = ((q.seconds or q.floor_seconds) - q.floor_seconds) / fixed
         print(f"  {q.key[0]} #{q.key[1]}: settles at {runs_text}, +{extra:.3f}{left}")
     print_shrinkage(ratios)
+    print("a fixed run count for every query: unstable queries, time over fixed 15")
+    for n, unstable, time_ratio in counts:
+        print(f"  {n:2d} runs: {unstable} unstable ({unstable / len(queries):.1%}), "
+              f"{time_ratio:.2f} of fixed {FIXED}")  # fmt: skip
     for robust in (False, True):
         ideal, _ = least_time(known_noise_needs(runs, rule, robust), args.unstable_share)
         known = "robust spread (1.4826 x MAD)" if robust else "standard deviation"

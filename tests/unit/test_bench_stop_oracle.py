@@ -8,8 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from bench.stop_oracle import (
+    FIXED_COUNTS,
     SHRINK_COUNTS,
     Need,
+    fixed_counts,
     known_noise_needs,
     least_time,
     needs,
@@ -147,3 +149,21 @@ def test_a_statistic_knowing_the_noise_settles_by_it_and_a_robust_one_ignores_ou
     assert sd["noisy"] is None and robust["noisy"] is None  # 10% out of reach even at 40
     assert sd["outliers"] is None and robust["outliers"] == 6
     assert sd["change"] == robust["change"] == 6
+
+
+def test_a_fixed_run_count_leaves_the_noisy_queries_unstable_until_it_is_large(
+    judge: InterimJudge,
+) -> None:
+    runs = {("quiet", i): _pairs(200 + i, 0.005) for i in range(3)}
+    runs[("noisy", 0)] = _pairs(9, 0.07)  # T below 10% only with many runs
+    runs[("hopeless", 0)] = _pairs(3, 0.8)
+    counts = {n: (unstable, time) for n, unstable, time in fixed_counts(runs, 1, judge)}
+    assert list(counts) == list(FIXED_COUNTS)
+    assert counts[6][0] == 2 and counts[40][0] == 1  # the noisy one settles, the hopeless never
+    assert [counts[n][0] for n in FIXED_COUNTS] == sorted(
+        (counts[n][0] for n in FIXED_COUNTS), reverse=True
+    )
+    fifteen = sum(sum(r + p for r, p in pairs[:15]) for pairs in runs.values())
+    six = sum(sum(r + p for r, p in pairs[:6]) for pairs in runs.values())
+    assert counts[15][1] == pytest.approx(1.0)
+    assert counts[6][1] == pytest.approx(six / fifteen)

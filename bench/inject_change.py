@@ -26,12 +26,15 @@ scores (recall on true changes of at least 10%, wrong direction, flags below 2%)
 --noise-scale K multiplies each centred log ratio by K before the shift: the same queries on
 a machine with K times this one's pair-to-pair noise, for how the time ratio of the rule
 depends on the machine's noise rather than on the rule.
+--promising-p P also extends to 40 runs a query that at 24 runs has |D| of at least the minimum
+effect on every process set and p at most P but is not yet significant (a study variant of
+the stop rule's rule 5, off by default).
 --margin M tests against a change of M on D's side instead of compare's 1% (0: against no
 change), in the stop rule and the verdicts alike.
 
 Usage: .venv/bin/python bench/inject_change.py RUN [--shift 0.10 | --own-change]
                                                   [--noise-scale 1.0] [--reps 2] [--seed 7]
-                                                  [--margin 0.01]
+                                                  [--margin 0.01] [--promising-p P]
   RUN: a run with many pairs a query (e.g. a 41-run truth: `chperf run --runs 41`)
 """
 
@@ -84,13 +87,20 @@ def main() -> None:
     parser.add_argument(
         "--margin", type=float, default=MARGIN, help="the paired test's margin (0: none)"
     )
+    parser.add_argument(
+        "--promising-p",
+        type=float,
+        default=None,
+        help="also extend to the extended run count a query that looks like a change at the "
+        "run cap with p at most this (compare/stopping.py promising_p)",
+    )
     args = parser.parse_args()
     sources = run_pairs(args.run)
     shifts = {
         k: math.expm1(centre_of(v)) if args.own_change else args.shift for k, v in sources.items()
     }
     sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
-    rule = StopRule(fdr_q=FDR_Q, queries=len(sources))
+    rule = StopRule(fdr_q=FDR_Q, queries=len(sources), promising_p=args.promising_p)
     rng = random.Random(args.seed)
     totals: collections.Counter[str] = collections.Counter()
     judge = InterimJudge(Thresholds(MIN_EFFECT, UNSTABLE), margin_log=math.log1p(args.margin))

@@ -19,7 +19,7 @@ fixed-15. Without it, the source itself is the truth (its own full-length verdic
 
 Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr] [--min-effect F]
                                               [--unstable-futility-from N] [--budget S]
-                                              [--also-fixed N [N ...]]
+                                              [--also-fixed N [N ...]] [--promising-p P]
 """
 
 from __future__ import annotations
@@ -75,6 +75,13 @@ def main() -> None:
         help="rule 6 also above the unstable threshold from this many runs on",
     )
     parser.add_argument(
+        "--promising-p",
+        type=float,
+        default=None,
+        help="also extend to the extended run count a query that looks like a change at the "
+        "run cap with p at most this (compare/stopping.py promising_p)",
+    )
+    parser.add_argument(
         "--also-fixed",
         type=int,
         nargs="+",
@@ -97,6 +104,7 @@ def main() -> None:
         futility=not args.no_futility,
         unstable_threshold=None if args.no_extension else options.thresholds.unstable_threshold,
         unstable_futility_from=args.unstable_futility_from,
+        promising_p=args.promising_p,
         budget_seconds=args.budget,
     )
     options_of_run = read_manifest(args.run).get("options") or {}

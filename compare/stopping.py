@@ -59,6 +59,10 @@ class StopRule:
     # Rule 6 also above the unstable threshold from this many runs on (None: never): a study
     # variant (bench/replay_stops.py), off because such queries then end unstable.
     unstable_futility_from: int | None = None
+    # Rule 5 also for a query that looks like a change at max_runs but is not yet significant:
+    # |D| >= the minimum effect on every process set and p at most this (None: never). A study
+    # variant (bench/replay_stops.py, bench/inject_change.py), off by default.
+    promising_p: float | None = None
 
     @property
     def extended_runs(self) -> int:
@@ -162,6 +166,13 @@ def _max_runs(look: Look) -> StopDecision | None:
             False,
             f"T {stats.threshold:.1%} just above the unstable threshold: "
             f"extended to {rule.extended_runs} runs",
+        )
+    if promising(rule, look.runs, stats):
+        assert stats is not None and stats.diff is not None
+        return StopDecision(
+            False,
+            f"D {stats.diff:+.1%} on every process set, p {stats.p_value:.2g}, not yet "
+            f"significant: extended to {rule.extended_runs} runs",
         )
     return StopDecision(True, f"reached {rule.max_runs} runs")
 
@@ -287,6 +298,21 @@ def extend(rule: StopRule, runs: int, stats: SeriesStats | None) -> bool:
     if rule.extended_runs <= runs:
         return False
     return limit <= stats.threshold <= limit * math.sqrt(rule.extended_runs / runs)
+
+
+def promising(rule: StopRule, runs: int, stats: SeriesStats | None) -> bool:
+    """The study variant of rule 5 (`promising_p`): at max_runs, |D| at least the minimum
+    effect on every process set and p at most `promising_p`, but not significant."""
+    level = rule.promising_p
+    if level is None or rule.unstable_threshold is None or rule.extended_runs <= runs:
+        return False
+    if stats is None or stats.diff is None or stats.significant:
+        return False
+    return (
+        abs(stats.diff) >= rule.min_effect
+        and stats.p_value <= level
+        and not not_on_every_process(stats, stats.diff, rule.min_effect)
+    )
 
 
 def futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:

@@ -375,3 +375,26 @@ def test_a_query_whose_pairs_met_interference_runs_on_until_they_are_a_quarter(
         assert f"{disturbed} of {runs} pairs coincided with interference" in decision.reason
     running = StopDecision(False, "T 9% above the target 5%")
     assert hold_for_interference(rule, runs, spent, disturbed, running) is running
+
+
+def test_the_study_variant_extends_a_promising_change_at_the_cap_and_nothing_else() -> None:
+    import dataclasses
+
+    # At 24 runs: D +8.6%, T 9%, p 0.032 (a true +10.5% the known-change benchmark missed).
+    near = dataclasses.replace(paired(0.086, 0.09, p_value=0.032), process_diffs=(0.094, 0.078))
+    default = StopRule(fdr_q=0.05, queries=152)
+    assert should_stop(default, 24, 5.0, near).reason == "reached 24 runs"
+    variant = dataclasses.replace(default, promising_p=0.05)
+    decision = should_stop(variant, 24, 5.0, near)
+    assert not decision.stop and "not yet significant: extended to 40 runs" in decision.reason
+    assert not should_stop(variant, 30, 7.0, near).stop  # the extension runs on
+    assert should_stop(variant, 40, 9.0, near).reason == "reached 40 runs (extended)"
+    # Not for p above the level, |D| below the minimum effect, one process set below it, or
+    # before the cap.
+    for other in (
+        dataclasses.replace(near, p_value=0.06),
+        dataclasses.replace(paired(0.04, 0.03, p_value=0.02), process_diffs=(0.04, 0.04)),
+        dataclasses.replace(near, process_diffs=(0.15, 0.02)),
+    ):
+        assert should_stop(variant, 24, 5.0, other).reason == "reached 24 runs"
+    assert "extended" not in should_stop(variant, 22, 5.0, near).reason

@@ -53,7 +53,7 @@ from pathlib import Path
 # Run as a script (`python bench/<name>.py`): the repository root holds the `bench` package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from artifacts.manifest import read_manifest
-from bench.replay_stops import stop_points
+from bench.replay_stops import add_promising_p, stop_points
 from bench.runs import LARGE, SMALL, Key, run_pairs, side_times
 from compare.blocked import MARGIN
 from compare.fdr import FDR_Q, benjamini_hochberg
@@ -87,13 +87,7 @@ def main() -> None:
     parser.add_argument(
         "--margin", type=float, default=MARGIN, help="the paired test's margin (0: none)"
     )
-    parser.add_argument(
-        "--promising-p",
-        type=float,
-        default=None,
-        help="also extend to the extended run count a query that looks like a change at the "
-        "run cap with p at most this (compare/stopping.py promising_p)",
-    )
+    add_promising_p(parser)
     args = parser.parse_args()
     sources = run_pairs(args.run)
     shifts = {

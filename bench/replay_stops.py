@@ -74,13 +74,7 @@ def main() -> None:
         default=None,
         help="rule 6 also above the unstable threshold from this many runs on",
     )
-    parser.add_argument(
-        "--promising-p",
-        type=float,
-        default=None,
-        help="also extend to the extended run count a query that looks like a change at the "
-        "run cap with p at most this (compare/stopping.py promising_p)",
-    )
+    add_promising_p(parser)
     parser.add_argument(
         "--also-fixed",
         type=int,
@@ -142,6 +136,17 @@ def main() -> None:
         a, f, t = adaptive[key], fixed[key], truth.get(key, {})
         print(f"  {key[0]} #{key[1]}: adaptive {a['verdict']} ({stops[key]} runs), fixed-15 "
               f"{f['verdict']}, true D {_pct(t.get('diff'))}")  # fmt: skip
+
+
+def add_promising_p(parser: argparse.ArgumentParser) -> None:
+    """--promising-p, the study variant of rule 5 (StopRule.promising_p); inject_change.py too."""
+    parser.add_argument(
+        "--promising-p",
+        type=float,
+        default=None,
+        help="also extend to the extended run count a query that looks like a change at the "
+        "run cap with p at most this (compare/stopping.py promising_p)",
+    )
 
 
 def replay(

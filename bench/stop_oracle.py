@@ -23,12 +23,17 @@ have come below the threshold. Then the share of queries a fixed run count leave
 and its time, for 6 to 40 runs a query: what the adaptive rule's unstable share would cost
 without it. Last, the same least time for an ideal statistic that knows
 each query's noise in advance (its standard deviation, or its robust spread, over all the
-pairs of RUN): what a better statistic could at most win.
+pairs of RUN): what a better statistic could at most win. With --drop-outlier-blocks, the
+oracle again for the same statistic over each query's blocks without those where one run lies
+apart from the other three (a choice made on the four times alone, blind to the sides, so the
+test stays exact); and the median T over successive windows of 6 runs, which shows whether
+the first runs of a query are the noisy ones.
 A real rule cannot know that T will fall at the next look, so it spends more than this bound:
 if the bound is above the bar, no stop rule with this statistic, this unstable threshold and
 this unstable share meets the bar on this data.
 
 Usage: .venv/bin/python bench/stop_oracle.py RUN [--unstable-share F] [--top N]
+    [--drop-outlier-blocks GAP [GAP ...]]
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import argparse
 import math
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
@@ -50,7 +55,7 @@ from artifacts.manifest import read_manifest
 from bench.noise_sources import robust_spread
 from bench.replay_stops import replay
 from bench.runs import Key, run_pairs, side_times
-from compare.blocked import ALPHA, MARGIN_LOG
+from compare.blocked import ALPHA, MARGIN_LOG, PAIRS_PER_BLOCK
 from compare.fdr import FDR_Q
 from compare.interim import InterimJudge
 from compare.randomization import SeriesStats
@@ -117,6 +122,62 @@ def known_noise_needs(
         return half < unstable or (abs(diff) >= min_effect and abs(diff) - half > MARGIN_LOG)
 
     return needs_by(runs, rule, settled_at)
+
+
+def apart(block: Sequence[tuple[float, float]], gap: float) -> bool:
+    """Whether one of a block's runs lies apart from the rest: the gap between the highest (or
+    lowest) log time and the next, over the span of all of them (Dixon's ratio), above `gap`.
+    A function of the times alone, whichever side ran which: under no change, leaving such
+    blocks out keeps the remaining blocks' arrangements equally likely."""
+    logs = sorted(math.log(t) for pair in block for t in pair)
+    span = logs[-1] - logs[0]
+    return span > 0 and max(logs[-1] - logs[-2], logs[1] - logs[0]) / span > gap
+
+
+def without_apart(pairs: Sequence[tuple[float, float]], gap: float) -> list[tuple[float, float]]:
+    """The pairs of the whole blocks in which no run lies apart, and a last half block."""
+    out: list[tuple[float, float]] = []
+    for start in range(0, len(pairs), PAIRS_PER_BLOCK):
+        block = pairs[start : start + PAIRS_PER_BLOCK]
+        if len(block) < PAIRS_PER_BLOCK or not apart(block, gap):
+            out.extend(block)
+    return out
+
+
+def dropping_needs(
+    runs: dict[Key, list[tuple[float, float]]], rule: StopRule, gap: float, judge: InterimJudge
+) -> list[Need]:
+    """`needs` for the statistic over the blocks that `apart` keeps; the runs of the blocks
+    left out still cost their time. One process set: leaving a block out would shift the
+    sets of the blocks after it, and whether a look settles does not depend on them."""
+
+    def settled_at(key: Key, n: int) -> bool:
+        kept = without_apart(runs[key][:n], gap)
+        if len(kept) < rule.min_runs:
+            return False
+        stats = judge.stats(samples_of(side_times(kept), 1))
+        return settles(stats, rule.min_effect, UNSTABLE_THRESHOLD)
+
+    return needs_by(runs, rule, settled_at)
+
+
+def window_thresholds(
+    runs: dict[Key, list[tuple[float, float]]], judge: InterimJudge, width: int = 6
+) -> list[tuple[int, float, int]]:
+    """Per window of `width` runs (1-6, 7-12, ...): its first run, the median T on the log scale
+    over the queries that have it, and how many those are."""
+    out = []
+    longest = max((len(pairs) for pairs in runs.values()), default=0)
+    for start in range(0, longest - width + 1, width):
+        values = []
+        for pairs in runs.values():
+            if len(pairs) >= start + width:
+                stats = judge.stats(samples_of(side_times(pairs[start : start + width]), 1))
+                if stats is not None and stats.threshold_log is not None:
+                    values.append(stats.threshold_log)
+        if values:
+            out.append((start + 1, statistics.median(values), len(values)))
+    return out
 
 
 def needs_by(
@@ -246,6 +307,14 @@ def main() -> None:
     parser.add_argument("run", type=Path, help="a fixed run with at least 40 runs a side")
     parser.add_argument("--unstable-share", type=float, default=UNSTABLE_SHARE)
     parser.add_argument("--top", type=int, default=10, help="list the N most costly queries")
+    parser.add_argument(
+        "--drop-outlier-blocks",
+        type=float,
+        nargs="+",
+        default=[],
+        metavar="GAP",
+        help="the oracle without the blocks where a run lies apart by Dixon's ratio above GAP",
+    )
     args = parser.parse_args()
     runs = run_pairs(args.run)
     sets = int((read_manifest(args.run).get("options") or {}).get("processes") or 1)
@@ -255,6 +324,9 @@ def main() -> None:
         queries = needs(runs, rule, sets, judge)
         ratios = shrinkage(runs, sets, judge)
         counts = fixed_counts(runs, sets, judge)
+        gaps = args.drop_outlier_blocks
+        dropping = [(gap, dropping_needs(runs, rule, gap, judge)) for gap in gaps]
+        windows = window_thresholds(runs, judge) if gaps else []
     finally:
         judge.close()
     fixed = sum(q.fixed_seconds for q in queries)
@@ -296,6 +368,21 @@ def main() -> None:
         known = "robust spread (1.4826 x MAD)" if robust else "standard deviation"
         print(f"a statistic knowing each query's {known} of ln(P / R) in advance: "
               f"{ideal / fixed:.2f} of fixed {FIXED}")  # fmt: skip
+    blocks = [
+        pairs[start : start + PAIRS_PER_BLOCK]
+        for pairs in runs.values()
+        for start in range(0, len(pairs) - 1, PAIRS_PER_BLOCK)
+    ]
+    for gap, found in dropping:
+        share = sum(apart(block, gap) for block in blocks) / max(len(blocks), 1)
+        spent_apart, left_apart = least_time(found, args.unstable_share)
+        print(f"without the blocks where a run lies apart (Dixon's ratio above {gap:g}: "
+              f"{share:.1%} of blocks): {spent_apart / fixed:.2f} of fixed {FIXED}, "
+              f"{len(left_apart)} unstable, {sum(q.runs == rule.min_runs for q in found)} settled "
+              f"at the first look ({sum(q.runs == rule.min_runs for q in queries)} with "
+              "every block)")  # fmt: skip
+    for first, median, count in windows:
+        print(f"  runs {first}-{first + 5}: median T {math.expm1(median):.1%} over {count} queries")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from bench.stop_oracle import (
     FIXED_COUNTS,
     SHRINK_COUNTS,
     Need,
+    apart,
+    dropping_needs,
     fixed_counts,
     known_noise_needs,
     least_time,
@@ -18,6 +20,8 @@ from bench.stop_oracle import (
     reason_kind,
     rule_gap,
     shrinkage,
+    window_thresholds,
+    without_apart,
 )
 from compare.interim import InterimJudge
 from compare.stopping import StopRule
@@ -167,3 +171,40 @@ def test_a_fixed_run_count_leaves_the_noisy_queries_unstable_until_it_is_large(
     six = sum(sum(r + p for r, p in pairs[:6]) for pairs in runs.values())
     assert counts[15][1] == pytest.approx(1.0)
     assert counts[6][1] == pytest.approx(six / fifteen)
+
+
+def test_a_block_with_one_run_apart_is_found_whichever_side_ran_it() -> None:
+    assert apart([(1.0, 1.01), (3.0, 1.02)], 0.8)  # a reference run 3x slower
+    assert apart([(1.0, 3.0), (1.01, 1.02)], 0.8)  # a patched one
+    assert apart([(0.3, 1.0), (1.01, 1.02)], 0.8)  # one run far faster
+    assert not apart([(1.0, 1.5), (1.01, 1.52)], 0.8)  # a change: two runs and two
+    assert not apart([(1.0, 1.0), (1.0, 1.0)], 0.8)  # equal times
+    pairs = [(1.0, 1.0), (3.0, 1.0), (1.0, 1.1), (1.0, 1.1), (2.0, 2.0)]
+    assert without_apart(pairs, 0.8) == [(1.0, 1.1), (1.0, 1.1), (2.0, 2.0)]
+
+
+def test_leaving_out_the_block_of_a_lone_slow_run_costs_that_block_not_three_looks(
+    judge: InterimJudge,
+) -> None:
+    pairs = _pairs(11, 0.005, ratio=1.02)
+    pairs[1] = (3 * pairs[1][0], pairs[1][1])
+    runs = {("slowed", 0): pairs}
+    rule = StopRule(queries=1)
+    # with every block the interval reaches the slow run's two cross differences until the
+    # critical rank passes them (3, at 10 runs); without its block, three blocks at 8 runs
+    assert needs(runs, rule, 1, judge)[0].runs == 10
+    assert dropping_needs(runs, rule, 0.8, judge)[0].runs == 8
+    quiet = {("quiet", 0): _pairs(12, 0.005, ratio=1.02)}
+    assert dropping_needs(quiet, rule, 0.8, judge)[0].runs == needs(quiet, rule, 1, judge)[0].runs
+
+
+def test_median_t_by_window_of_runs_finds_the_noisy_stretch(judge: InterimJudge) -> None:
+    runs = {}
+    for i in range(5):
+        pairs = _pairs(300 + i, 0.01, runs=18)
+        pairs[6:12] = _pairs(400 + i, 0.2, runs=6)
+        runs[("q", i)] = pairs
+    windows = window_thresholds(runs, judge)
+    assert [(first, count) for first, _, count in windows] == [(1, 5), (7, 5), (13, 5)]
+    medians = [median for _, median, _ in windows]
+    assert medians[1] > 5 * max(medians[0], medians[2])

@@ -68,6 +68,7 @@ UNSTABLE_SHARE = 0.03
 SHRINK_COUNTS = (6, 8, 10, 12, 16, 20, 24, 30)
 FIXED_COUNTS = (6, 8, 10, 12, 15, 20, 24, 30, 36, 40)
 LAST = 40
+WINDOW = 6  # runs a window of window_thresholds: as many as the first look
 
 
 @dataclass(frozen=True)
@@ -162,10 +163,10 @@ def dropping_needs(
 
 
 def window_thresholds(
-    runs: dict[Key, list[tuple[float, float]]], judge: InterimJudge, width: int = 6
+    runs: dict[Key, list[tuple[float, float]]], judge: InterimJudge, width: int = WINDOW
 ) -> list[tuple[int, float, int]]:
-    """Per window of `width` runs (1-6, 7-12, ...): its first run, the median T on the log scale
-    over the queries that have it, and how many those are."""
+    """Per window of `width` runs (1 to width, then on): its first run, the median T on the log
+    scale over the queries that have it, and how many those are."""
     out = []
     longest = max((len(pairs) for pairs in runs.values()), default=0)
     for start in range(0, longest - width + 1, width):
@@ -382,7 +383,8 @@ def main() -> None:
               f"at the first look ({sum(q.runs == rule.min_runs for q in queries)} with "
               "every block)")  # fmt: skip
     for first, median, count in windows:
-        print(f"  runs {first}-{first + 5}: median T {math.expm1(median):.1%} over {count} queries")
+        last_run = first + WINDOW - 1
+        print(f"  runs {first}-{last_run}: median T {math.expm1(median):.1%} over {count} queries")
 
 
 if __name__ == "__main__":

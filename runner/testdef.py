@@ -263,11 +263,14 @@ def load_test(path: Path) -> TestDef:
 
 
 def discover(paths: Sequence[Path]) -> list[Path]:
-    """Test files named by `paths` (files, or directories of *.xml), sorted, without repeats."""
+    """Test files named by `paths` (files, or directories of *.xml), sorted, without repeats.
+    A directory's *.xml entry that is not itself a directory counts even when it cannot be
+    read (a dangling symlink, a FIFO): loading it then names the problem instead of the test
+    going missing unnoticed."""
     found: dict[Path, Path] = {}  # resolved -> as given, so a file named twice counts once
     for path in paths:
         if path.is_dir():
-            files = [p for p in path.glob("*.xml") if p.is_file()]
+            files = [p for p in path.glob("*.xml") if not p.is_dir()]
         elif path.is_file():
             files = [path]
         else:

@@ -209,6 +209,16 @@ def test_discover_sorts_and_deduplicates(tmp_path: Path) -> None:
     assert found == [tmp_path / "a.xml", tmp_path / "b.xml", tmp_path / "sub" / "c.xml"]
 
 
+def test_discover_keeps_an_unreadable_entry_for_load_to_name(tmp_path: Path) -> None:
+    (tmp_path / "good.xml").write_text("<test><query>SELECT 1</query></test>")
+    (tmp_path / "dangling.xml").symlink_to(tmp_path / "gone.xml")
+    (tmp_path / "folder.xml").mkdir()
+    found = discover([tmp_path])
+    assert found == [tmp_path / "dangling.xml", tmp_path / "good.xml"]
+    with pytest.raises(TestDefError, match="cannot read test file"):
+        load_test(found[0])
+
+
 def test_discover_rejects_a_missing_path(tmp_path: Path) -> None:
     with pytest.raises(ChperfError, match="no such test file or directory"):
         discover([tmp_path / "nope"])

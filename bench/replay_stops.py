@@ -20,6 +20,7 @@ fixed-15. Without it, the source itself is the truth (its own full-length verdic
 Usage: .venv/bin/python bench/replay_stops.py RUN [--truth DIR] [--no-fdr] [--min-effect F]
                                               [--unstable-futility-from N] [--budget S]
                                               [--also-fixed N [N ...]] [--promising-p P]
+                                              [--futility-power P]
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ def main() -> None:
     parser.add_argument("--no-fdr", action="store_true")
     parser.add_argument("--no-futility", action="store_true", help="without rules 6 and 7")
     parser.add_argument("--no-extension", action="store_true", help="without rule 5")
+    parser.add_argument(
+        "--futility-power",
+        type=float,
+        default=StopRule.futility_power,
+        help="rule 6 gives up below this conditional power",
+    )
     parser.add_argument("--max-runs", type=int, default=StopRule.max_runs)
     parser.add_argument("--min-runs", type=int, default=StopRule.min_runs)
     parser.add_argument("--min-effect", type=float, default=MIN_EFFECT, help="also the target")
@@ -96,6 +103,7 @@ def main() -> None:
         fdr_q=options.fdr,
         queries=len(runs),
         futility=not args.no_futility,
+        futility_power=args.futility_power,
         unstable_threshold=None if args.no_extension else options.thresholds.unstable_threshold,
         unstable_futility_from=args.unstable_futility_from,
         promising_p=args.promising_p,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from compare.paired import PAIRED
 from compare.randomization import SeriesStats
@@ -27,10 +28,10 @@ QUERY_BUDGET_S = 30.0
 EXTENSION = 1.6
 # Rule 6: T over D's standard error (D's standard error is T / Z_THRESHOLD): for the paired
 # statistic's exact interval the median ratio is 2.8-3.35 from 24 pairs down to 6 under normal
-# noise (docs/method.md), and the z of a move that happens with probability 10% (conditional
-# power below 10%: futile).
+# noise (docs/method.md).
 Z_THRESHOLD = 3.0
-Z_FUTILITY = 1.2816
+# Rule 6 gives up on a query whose chance of ending changed (conditional power) is below this.
+FUTILITY_POWER = 0.10
 
 
 # A query whose pairs coincided with interference (runner/monitor.py) in more than this share
@@ -56,6 +57,7 @@ class StopRule:
     queries: int = 1  # m: the number of queries in the run, for the discovery level
     unstable_threshold: float | None = UNSTABLE_THRESHOLD  # rules 5 and 6; None: neither
     futility: bool = True  # rules 6 and 7
+    futility_power: float = FUTILITY_POWER  # rule 6: conditional power below this is futile
     # Rule 6 also above the unstable threshold from this many runs on (None: never): a study
     # variant (bench/replay_stops.py), off because such queries then end unstable.
     unstable_futility_from: int | None = None
@@ -204,7 +206,7 @@ def _noisy(look: Look) -> StopDecision | None:
             True,
             f"settled: T {s.threshold:.1%} above the target, but a change is out of reach: "
             f"|D| {abs(s.diff):.1%} would have to reach {need:.1%} by {rule.max_runs} "
-            "runs (conditional power below 10%)",
+            f"runs (conditional power below {rule.futility_power:.0%})",
         )
     return StopDecision(False, f"T {s.threshold:.1%} above the target {rule.target:.1%}")
 
@@ -317,7 +319,7 @@ def promising(rule: StopRule, runs: int, stats: SeriesStats | None) -> bool:
 
 def futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
     """Rule 6: T above the target but below the unstable threshold, and a change at max_runs
-    has conditional power below 10% if the current D is the true change."""
+    has conditional power below `futility_power` if the current D is the true change."""
     limit = rule.unstable_threshold
     if not rule.futility or limit is None or stats.diff is None or stats.threshold is None:
         return False
@@ -328,7 +330,8 @@ def futile(rule: StopRule, runs: int, stats: SeriesStats) -> bool:
     ):
         return False
     spread = future_spread(rule, runs, stats.threshold)
-    return abs(stats.diff) + Z_FUTILITY * spread < change_need(rule, runs, stats.threshold)
+    z = NormalDist().inv_cdf(1 - rule.futility_power)  # 1.2816 at the default 10%
+    return abs(stats.diff) + z * spread < change_need(rule, runs, stats.threshold)
 
 
 def future_spread(rule: StopRule, runs: int, threshold: float) -> float:

@@ -183,6 +183,15 @@ def test_futility_uses_the_spread_of_the_runs_still_to_come() -> None:
     assert "out of reach" in late.reason
 
 
+def test_a_higher_futility_power_gives_up_sooner() -> None:
+    # D 4%, T 7% at 12 runs (max 24): 4% + z * 0.07 / 3 * sqrt(12 * 12) / 24 against 5%.
+    # z 1.2816 (10%): 5.50%, runs on; z 0.5244 (30%): 4.61%, settles.
+    series = stats(0.04, 0.07)
+    assert not should_stop(StopRule(), 12, 1.0, series).stop
+    settled = should_stop(StopRule(futility_power=0.3), 12, 1.0, series)
+    assert settled.stop and "conditional power below 30%" in settled.reason
+
+
 def test_a_sure_discovery_settles_even_while_t_is_above_the_target() -> None:
     # D +20%, T 8% (above the 5% target): a discovery at p 0.0001 need not wait for T
     decision = should_stop(FDR_RULE, 15, 3.0, stats(0.2, 0.08, p_value=0.0001))

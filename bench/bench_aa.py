@@ -35,6 +35,7 @@ from bench.runs import (
     slowest_tests,
 )
 from compare.calibration import read_calibration
+from compare.noise import PAIRS
 
 BAR_CHANGED = 1
 BAR_UNSTABLE_SHARE = 0.03
@@ -82,7 +83,7 @@ def main() -> None:
         f"wall {result.wall_seconds:.1f} s (measured runs {result.measured_seconds:.1f} s, "
         f"client time {result.client_seconds:.1f} s; {same_pace_ratio(result):.2f} of 15 runs a "
         f"query at the same per-query pace; machine noise {pair_noise(result):.3f}: the median "
-        f"sd of ln(patched/reference) over each query's first 7 pairs)"
+        f"sd of ln(patched/reference) over each query's first {PAIRS} pairs)"
     )
     bias = side_bias(args.out)
     print(

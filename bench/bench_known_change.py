@@ -58,6 +58,7 @@ from bench.runs import (
     truth_spread,
     truth_undetermined,
 )
+from compare.noise import PAIRS
 
 OVERLAY = REPO / "overlays" / "max_block_size_8192"
 BAR_RECALL = 0.95
@@ -271,7 +272,7 @@ def _print_time(adaptive: RunResult, fixed: RunResult) -> None:
     )
     print(
         f"machine noise (median over queries of the sd of ln(patched/reference) over the first "
-        f"7 pairs): adaptive {pair_noise(adaptive):.3f}, fixed 15 {pair_noise(fixed):.3f}; "
+        f"{PAIRS} pairs): adaptive {pair_noise(adaptive):.3f}, fixed 15 {pair_noise(fixed):.3f}; "
         f"the time ratio compares like with like only when these are close"
     )
     print(f"servers: adaptive {adaptive.placement()}; fixed 15 {fixed.placement()}")

@@ -113,8 +113,9 @@ def truth_undetermined(query: dict[str, Any], min_effect: float = 0.05) -> bool:
 def pair_noise(run: RunResult) -> float:
     """The machine's noise while `run` ran, as compare computes it for summary.json
     (compare/noise.py): per query, the standard deviation of ln(patched / reference) over its
-    first 7 ABBA pairs, then the median over the queries. The mode that ran in the noisier
-    state needs more runs to settle, which its time ratio then shows."""
+    first PAIRS (6) pairs, which every query of either mode has, then the median over the
+    queries. The mode that ran in the noisier state needs more runs to settle, which its
+    time ratio then shows."""
     spread = pair_spread(gather(run.out).client_time.values())
     return float("nan") if spread is None else spread[0]
 

@@ -11,6 +11,7 @@ import pytest
 from compare import CompareOptions, compare_directory
 from compare.noise import PAIRS, machine_noise, pair_spread
 from compare.randomization import Samples
+from compare.stopping import MIN_RUNS
 from report import render_report
 from tests.runs import write_artifacts
 
@@ -23,8 +24,17 @@ def alternating(spread: float, later: float = 0.0, base: float = 0.1) -> Samples
 
 
 def sd(spread: float) -> float:
-    """The population sd of four +spread and three -spread."""
-    return spread * math.sqrt(1 - 1 / PAIRS**2)
+    """The population sd of PAIRS values alternating +spread, -spread (one more +spread when
+    PAIRS is odd)."""
+    return spread * math.sqrt(1 - (PAIRS % 2 / PAIRS) ** 2)
+
+
+def test_every_query_of_an_adaptive_run_counts() -> None:
+    # A query the stop rule settles at its first look has MIN_RUNS pairs: counted all the same,
+    # so an adaptive run's figure is over the same queries as a fixed run's.
+    quiet = Samples((0.1,) * MIN_RUNS, (0.1,) * MIN_RUNS, ((0.1, 0.1),) * MIN_RUNS)
+    found = pair_spread([quiet, alternating(0.05)])
+    assert found is not None and found[1] == 2
 
 
 def test_the_spread_is_the_median_over_queries_of_the_first_pairs_only() -> None:

@@ -35,6 +35,19 @@ def escape_controls(text: str) -> str:
     return "".join(_escaped(c) if unicodedata.category(c) in _UNSAFE else c for c in text)
 
 
+_LINE_CHARS = str.maketrans("", "", "\n\r\t")
+
+
+def escape_controls_keep_lines(text: str) -> str:
+    """As escape_controls, but line breaks and tabs stay: for text shown as lines (an HTML
+    report's SQL and server messages), where only the invisible characters must be shown."""
+    if text.translate(_LINE_CHARS).isprintable():
+        return text
+    return "".join(
+        c if c in "\n\r\t" or unicodedata.category(c) not in _UNSAFE else _escaped(c) for c in text
+    )
+
+
 def _no_commands(line: str) -> str:
     """A leading `::` and any `##[` broken up by an escape: shown, never run by the runner."""
     stripped = line.lstrip()

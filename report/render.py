@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup
 
+from artifacts.console import escape_controls_keep_lines
 from artifacts.errors import ChperfError
 from artifacts.files import write_atomically
 from artifacts.stages import REPORT_FILE, REPORT_OUTPUTS, remove_previous
@@ -46,10 +48,22 @@ def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         autoescape=True,  # every user-controlled string (tests, queries, errors) is escaped
+        finalize=_visible,
         undefined=jinja2.StrictUndefined,  # a typo in a template is an error, not a blank
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def _visible(value: object) -> object:
+    """Every value a template prints: control and format characters (an escape sequence in a
+    test's file name, a bidi override in a server message) become visible escapes, as on the
+    console; line breaks and tabs stay. Markup keeps its type: the escapes are plain text."""
+    if isinstance(value, Markup):
+        return Markup(escape_controls_keep_lines(str(value)))
+    if isinstance(value, str):
+        return escape_controls_keep_lines(value)
+    return value
 
 
 def render_html(report: Report) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from artifacts.console import console_block, console_text
+from artifacts.console import console_block, console_text, escape_controls_keep_lines
 from artifacts.tables import STAGE_RUN, ErrorRow
 from runner.progress import Progress
 from tests.conftest import REPO
@@ -154,3 +154,9 @@ def test_report_prints_a_hostile_out_path_on_safe_lines(hostile_run: Path) -> No
     lines = assert_safe_lines(done.stderr)
     [where] = [line for line in lines if line.startswith("chperf: report in ")]
     assert where.endswith("out\\x1b[2J | ::error::x/report.html"), where
+
+
+def test_escape_controls_keep_lines_keeps_line_breaks_and_tabs_only() -> None:
+    assert escape_controls_keep_lines("SELECT 1\n\tFROM t\r\n") == "SELECT 1\n\tFROM t\r\n"
+    shown = escape_controls_keep_lines("a\x1b[31mb\u202ec\x00\nd")
+    assert shown == "a\\x1b[31mb\\u202ec\\x00\nd"

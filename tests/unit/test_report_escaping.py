@@ -90,3 +90,20 @@ def _text_of(page: Path) -> str:
     parsed = _Elements()
     parsed.feed(page.read_text(encoding="utf-8"))
     return "".join(parsed.text)
+
+
+CONTROLS_TEST = "strings\x1b[2J\u202eevil\x07"
+
+
+def test_control_characters_in_names_render_as_visible_escapes(tmp_path: Path) -> None:
+    """An escape sequence, a bidi override and a bell in a test name: shown as escapes in the
+    report and on every details page, as on the console, never as the characters."""
+    out = tmp_path / "out"
+    synthetic.write_small_run(out, strings_test=CONTROLS_TEST, strings_query="\n  SELECT 1\n")
+    html = render_report(out).path.read_text(encoding="utf-8")
+    pages = [p.read_text(encoding="utf-8") for p in (out / "details").iterdir()]
+    for text in (html, *pages):
+        assert not any(c in text for c in "\x1b\u202e\x07")
+    assert "strings\\x1b[2J\\u202eevil\\x07" in html
+    assert any("strings\\x1b[2J\\u202eevil\\x07" in page for page in pages)
+    assert "\n" in html  # line breaks stay

@@ -28,24 +28,21 @@ def _escaped(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def escape_controls(text: str) -> str:
-    """Every unsafe character (line breaks included) as a visible escape: `\\x1b`, `\\u202e`."""
-    if text.isprintable():  # the common case, and isprintable() is false for every unsafe one
+def escape_controls(text: str, keep: str = "") -> str:
+    """Every unsafe character (line breaks included) but those in `keep` as a visible escape:
+    `\\x1b`, `\\u202e`."""
+    # the common case: isprintable() is false for every unsafe character
+    if (text.translate(str.maketrans("", "", keep)) if keep else text).isprintable():
         return text
-    return "".join(_escaped(c) if unicodedata.category(c) in _UNSAFE else c for c in text)
-
-
-_LINE_CHARS = str.maketrans("", "", "\n\r\t")
+    return "".join(
+        c if c in keep or unicodedata.category(c) not in _UNSAFE else _escaped(c) for c in text
+    )
 
 
 def escape_controls_keep_lines(text: str) -> str:
     """As escape_controls, but line breaks and tabs stay: for text shown as lines (an HTML
     report's SQL and server messages), where only the invisible characters must be shown."""
-    if text.translate(_LINE_CHARS).isprintable():
-        return text
-    return "".join(
-        c if c in "\n\r\t" or unicodedata.category(c) not in _UNSAFE else _escaped(c) for c in text
-    )
+    return escape_controls(text, keep="\n\r\t")
 
 
 def _no_commands(line: str) -> str:

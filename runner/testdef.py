@@ -256,7 +256,11 @@ def load_test(path: Path) -> TestDef:
     try:
         data = read_regular_file(path, MAX_TEST_FILE_BYTES + 1)
     except OSError as e:
-        raise TestDefError(Location(path, 0), f"cannot read test file: {e.strerror}") from e
+        raise TestDefError(
+            Location(path, 0),
+            f"cannot read test file: {e.strerror}",
+            hint="check the path and mode",
+        ) from e
     if len(data) > MAX_TEST_FILE_BYTES:
         raise TestDefError(Location(path, 0), f"larger than {MAX_TEST_FILE_BYTES:,} bytes")
     return parse_test(path, data)

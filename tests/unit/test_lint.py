@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -307,6 +308,24 @@ def test_lint_main_exit_codes_and_output(
     err = capsys.readouterr().err
     assert f"{tmp_path / 'bad.xml'}:2: t1 is created but no <drop_query> drops it" in err
     assert lint_main([tmp_path / "missing"], measure=False) == 2
+
+
+def test_lint_lists_unreadable_entries_and_lints_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "good.xml").write_text(CLEAN)
+    (tmp_path / "bad.xml").write_text(with_lines(CREATE, QUERY))
+    (tmp_path / "dangling.xml").symlink_to(tmp_path / "gone.xml")
+    os.mkfifo(tmp_path / "pipe.xml")
+    problems = lint_paths([tmp_path])
+    unreadable = [p for p in problems if "cannot read test file" in p.message]
+    assert sorted(p.location.path.name for p in unreadable) == ["dangling.xml", "pipe.xml"]
+    assert all(p.remedy == "check the path and mode" for p in unreadable)
+    assert any(p.location.path.name == "bad.xml" for p in problems)
+    assert lint_main([tmp_path], measure=False) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'pipe.xml'}:0: cannot read test file: not a regular file" in err
+    assert f"{tmp_path / 'bad.xml'}:2: t1 is created but no <drop_query> drops it" in err
 
 
 def test_lint_paths_rejects_a_missing_path(tmp_path: Path) -> None:

@@ -4,13 +4,15 @@ name or a query index that selects nothing is an error, never a silently smaller
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from artifacts.errors import ChperfError
 from runner.options import RunOptions
 from runner.testdef import Location, TestDef, TestDefError, TestQuery, discover, load_test
+from runner.testelements import ram_shortfall
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ def load_tests(options: RunOptions) -> LoadedTests:
         except TestDefError as e:
             problems.append((name, path, e))
             continue
+        if not test.skip_reason:
+            test = replace(test, skip_reason=ram_shortfall(test.required_ram_bytes, machine_ram()))
         if test.name in seen:
             problems.append((test.name, path, _duplicate(test, seen[test.name])))
             continue
@@ -44,6 +48,11 @@ def load_tests(options: RunOptions) -> LoadedTests:
         tests.append(test)
     check_query_indices(options.query_indices, tests, named=bool(options.test_names))
     return LoadedTests(tuple(tests), tuple(problems))
+
+
+def machine_ram() -> int:
+    """The machine's physical RAM in bytes, as <ram_size> means it."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def check_test_names(

@@ -33,6 +33,7 @@ from runner.testelements import (
     check_statement,
     flag,
     parse_max_query_seconds,
+    parse_ram_size,
     parse_settings,
     parse_substitutions,
     parse_threshold,
@@ -136,7 +137,7 @@ def _warnings(path: Path, root: Element) -> list[Diagnostic]:
             found.extend(
                 Diagnostic(Location(path, c.line), f"unknown precondition <{c.tag}> ignored")
                 for c in child.children
-                if c.tag != "table_exists"
+                if c.tag not in ("table_exists", "ram_size")
             )
         elif child.tag in STATEMENT_KINDS:
             for name in sorted(set(child.attrs) - QUERY_ATTRIBUTES):
@@ -234,6 +235,7 @@ def parse_test(path: Path, data: bytes, *, max_queries: int = MAX_QUERIES_PER_TE
         max_ignored_relative_change=parse_threshold(path, root),
         max_query_seconds=parse_max_query_seconds(path, root),
         required_tables=required,
+        required_ram_bytes=parse_ram_size(path, root),
         profile_all_queries=flag(root, "profile_all_queries"),
         skip_reason=unprovided(root),
         load=_optional(path, root, parse_load),

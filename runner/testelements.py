@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+from artifacts.console import console_text
 from artifacts.files import read_regular_file
 from runner.substitution import MAX_EXPANDED_CHARS
 from runner.testtypes import Location, TestDefError
@@ -166,6 +167,35 @@ def unprovided(root: Element) -> str:
     if not needs:
         return ""
     return f"needs S3 storage ({', '.join(needs)}=1), which chperf does not provide"
+
+
+def parse_ram_size(path: Path, root: Element) -> int | None:
+    """<preconditions><ram_size>BYTES</ram_size>: the RAM the machine must have; the largest
+    when given more than once."""
+    sizes = []
+    for element in (c for p in root.children if p.tag == "preconditions" for c in p.children):
+        if element.tag != "ram_size":
+            continue
+        text = element.text.strip()
+        if not re.fullmatch(r"[0-9]+", text):
+            raise TestDefError(
+                Location(path, element.line),
+                f"<ram_size> {console_text(text, 40)!r} is not a whole number of bytes",
+                hint="write bytes, e.g. <ram_size>16000000000</ram_size>",
+            )
+        sizes.append(int(text))
+    return max(sizes, default=None)
+
+
+def ram_shortfall(required: int | None, available: int) -> str:
+    """Why a test whose <ram_size> is `required` bytes cannot run on a machine with
+    `available` bytes of RAM; "" when it can."""
+    if required is None or required <= available:
+        return ""
+    return (
+        f"precondition not met: needs {required / 1e9:.1f} GB of RAM (<ram_size>), "
+        f"this machine has {available / 1e9:.1f} GB"
+    )
 
 
 def parse_max_query_seconds(path: Path, root: Element) -> float | None:

@@ -72,6 +72,7 @@ class TestDef:
     statements: tuple[Statement, ...] = ()
     max_query_seconds: float | None = None  # limit of each prewarm and measured run
     required_tables: tuple[str, ...] = ()  # <preconditions><table_exists>: else skipped
+    required_ram_bytes: int | None = None  # <preconditions><ram_size>: else skipped
     profile_all_queries: bool = False  # profile every query, not only the changed ones
     skip_reason: str = ""  # needs what chperf does not provide (requires_s3): skipped
     load: LoadSpec | None = None  # <load>: the queries are a mix run by concurrent clients

@@ -73,6 +73,9 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     # A test whose <preconditions> table is missing is skipped with the reason.
     assert tests["dataset_missing"] == {"skipped"}
     assert "table hits_100m_single does not exist" in rows["dataset_missing"].reason
+    # One whose <ram_size> is more than the machine has is skipped without being run.
+    assert tests["needs_ram"] == {"skipped"}
+    assert "needs 1000000.0 GB of RAM (<ram_size>)" in rows["needs_ram"].reason
     # max_ignored_relative_change="1.0" is accepted: the test runs.
     assert tests["ignored"] <= {"unchanged", "unstable", "faster", "slower"}
     # The legacy elements are noted once, in one line.

@@ -15,6 +15,7 @@ from runner.testdef import (
     load_test,
     parse_test,
 )
+from runner.testelements import ram_shortfall
 from tests.conftest import REPO
 
 FULL = """<test max_ignored_relative_change="0.2">
@@ -297,3 +298,39 @@ def test_a_test_that_needs_s3_is_skipped_with_the_reason() -> None:
     test = parse_test(Path("s3.xml"), b'<test requires_s3="1"><query>SELECT 1</query></test>')
     assert "needs S3 storage (requires_s3=1)" in test.skip_reason
     assert test.warnings == ()
+
+
+def test_ram_size_precondition_is_parsed_and_not_warned_about() -> None:
+    text = """<test>
+    <preconditions>
+        <ram_size>16000000000</ram_size>
+        <ram_size>30000000000</ram_size>
+        <table_exists>hits_100m_single</table_exists>
+    </preconditions>
+    <query>SELECT 1</query>
+</test>"""
+    test = parse_test(Path("big.xml"), text.encode())
+    assert test.required_ram_bytes == 30_000_000_000
+    assert test.required_tables == ("hits_100m_single",)
+    assert test.warnings == ()
+    plain = parse_test(Path("p.xml"), b"<test><query>SELECT 1</query></test>")
+    assert plain.required_ram_bytes is None
+
+
+@pytest.mark.parametrize("value", ["16G", "-1", "", "1e9", "\u202e61", "\u00b2"])
+def test_a_ram_size_that_is_not_bytes_is_an_error_at_its_line(value: str) -> None:
+    text = f"<test>\n<preconditions>\n<ram_size>{value}</ram_size>\n</preconditions>\n"
+    text += "<query>SELECT 1</query></test>"
+    with pytest.raises(TestDefError) as caught:
+        parse_test(Path("r.xml"), text.encode())
+    assert caught.value.location.line == 3
+    assert "is not a whole number of bytes" in caught.value.reason
+    assert "\u202e" not in str(caught.value)
+
+
+def test_ram_shortfall_says_what_the_test_needs_and_what_the_machine_has() -> None:
+    assert ram_shortfall(None, 8_000_000_000) == ""
+    assert ram_shortfall(8_000_000_000, 8_000_000_000) == ""
+    assert ram_shortfall(30_000_000_000, 25_300_000_000) == (
+        "precondition not met: needs 30.0 GB of RAM (<ram_size>), this machine has 25.3 GB"
+    )

@@ -44,12 +44,13 @@ def resolve(request: PinRequest, tests: Sequence[TestDef], allowed: Iterable[int
         return Pinning((), AUTO, "not pinned: only load tests, whose clients share every CPU")
     multi = [t.name for t in measured if not single_threaded(t)]
     if multi:
-        more = f" and {len(multi) - 1} more" if len(multi) > 1 else ""
+        who = f"test {multi[0]} does"
+        if len(multi) > 1:
+            who = f"tests {multi[0]} and {len(multi) - 1} more do"
         return Pinning(
             (),
             AUTO,
-            f"not pinned: test {multi[0]}{more} does not set max_threads 1, and its queries "
-            "would share one CPU",
+            f"not pinned: {who} not set max_threads 1, and their queries would share one CPU",
         )
     cpu = available[-1]
     return Pinning(

@@ -19,7 +19,7 @@ from artifacts.protocols import SUMMARY_KEY as PROTOCOLS_SECTION
 from artifacts.results import RESULTS_SECTION
 from artifacts.stages import AA_OUTPUTS, COMPARE_OUTPUTS, remove_previous
 from artifacts.summary import write_summary
-from artifacts.tables import PATCHED, REFERENCE, SIDES
+from artifacts.tables import PATCHED, REFERENCE, SIDES, WHOLE_TEST
 from compare.blocked import ALPHA, structure_of, test_size
 from compare.bootstrap import Bootstrap, RatioInterval
 from compare.calibration import (
@@ -312,7 +312,9 @@ def judge(
     when a query, a load level or a protocol's full transfer was not judged."""
     counts = Counter(v.verdict.value for v in verdicts)
     query_failures = [
-        f"{v.test} query {v.query_index}: {v.reason}" for v in verdicts if _fails(v, options)
+        f"{v.test}{'' if v.query_index == WHOLE_TEST else f' query {v.query_index}'}: {v.reason}"
+        for v in verdicts
+        if _fails(v, options)
     ]
     suite_failures = _suite_failures(verdicts, evidence, problems, load)
     notes = [f"note: {p.text}" for p in problems if not p.fails_check]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from artifacts.tables import WHOLE_TEST
 from report.load import LoadSection
 from report.protocols import ProtocolSection
 
@@ -113,6 +114,16 @@ class QueryView:
     not_calibrated: str = ""  # "not calibrated: why" when a calibration file lacks the query
     query_file: str = ""  # href of the whole text when `query` is cut (view.MAX_QUERY_CHARS)
     query_cut: str = ""  # "the first 65,536 of 52,428,800 characters" when it is
+
+    @property
+    def index_label(self) -> str:
+        """The query's index as shown; a row for a whole test (query_index -1) says so."""
+        return "whole test" if self.query_index == WHOLE_TEST else str(self.query_index)
+
+    @property
+    def heading(self) -> str:
+        """ "query 3", or "the whole test"."""
+        return "the whole test" if self.query_index == WHOLE_TEST else f"query {self.query_index}"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from compare.compare import CompareOptions, compare_directory
 from report import render_report, synthetic
 from report.flamegraph import FlameGraphs
 from report.inputs import load_inputs
@@ -288,3 +289,16 @@ def test_without_problems_there_is_no_problems_section_link_or_first_problem(
     assert 'id="problems"' not in html and 'href="#problems"' not in html
     assert "first problem" not in html
     assert _parse(html).sections == [s for s in SECTION_ORDER if s != "problems"]
+
+
+def test_a_whole_test_row_says_so_instead_of_index_minus_one(small_run: Path) -> None:
+    result = compare_directory(small_run, CompareOptions())  # a verdict row for the whole test
+    assert "broken: test failed: parse on both: " in "\n".join(result.failures)
+    assert not any(" query -1" in f for f in result.failures)
+    html = render_report(small_run).path.read_text()
+    row = re.search(r"<tr><td>broken</td><td><a [^>]*>([^<]*)</a>", html)
+    assert row is not None and row.group(1) == "whole test"
+    assert ">-1<" not in html
+    pages = [p.read_text() for p in (small_run / "details").glob("broken-*.html")]
+    assert pages and all("<h2>broken · the whole test · " in p for p in pages)
+    assert all("query -1" not in p for p in pages)

@@ -44,13 +44,13 @@ def resolve(request: PinRequest, tests: Sequence[TestDef], allowed: Iterable[int
         return Pinning((), AUTO, "not pinned: only load tests, whose clients share every CPU")
     multi = [t.name for t in measured if not single_threaded(t)]
     if multi:
-        who = f"test {multi[0]} does"
+        who, whose = f"test {multi[0]} does", "its"
         if len(multi) > 1:
-            who = f"tests {multi[0]} and {len(multi) - 1} more do"
+            who, whose = f"tests {multi[0]} and {len(multi) - 1} more do", "their"
         return Pinning(
             (),
             AUTO,
-            f"not pinned: {who} not set max_threads 1, and their queries would share one CPU",
+            f"not pinned: {who} not set max_threads 1, and {whose} queries would share one CPU",
         )
     cpu = available[-1]
     return Pinning(

@@ -45,7 +45,9 @@ def test_every_shipped_test_is_pinned_by_auto() -> None:
 def test_auto_does_not_pin_when_one_test_could_use_several_threads() -> None:
     pinning = resolve(AUTO, loaded(SINGLE, MULTI, UNSET), {0, 1})
     assert pinning.cpus == ()
-    assert "tests numbers_mt and 1 more do not set max_threads 1" in pinning.reason
+    assert "tests numbers_mt and 1 more do not set max_threads 1, and their queries" in (
+        pinning.reason
+    )
 
 
 def test_auto_does_not_pin_with_one_cpu() -> None:
@@ -77,4 +79,7 @@ def test_the_report_states_the_placement_escaped(tmp_path: Path) -> None:
 def test_auto_names_the_one_test_that_could_use_several_threads() -> None:
     pinning = resolve(AUTO, loaded(SINGLE, MULTI), {0, 1})
     assert pinning.cpus == ()
-    assert "not pinned: test numbers_mt does not set max_threads 1" in pinning.reason
+    assert pinning.reason == (
+        "not pinned: test numbers_mt does not set max_threads 1, and its queries would share "
+        "one CPU"
+    )

@@ -122,7 +122,7 @@ class QueryView:
 
     @property
     def heading(self) -> str:
-        """ "query 3", or "the whole test"."""
+        """The row as a heading: query 3, or the whole test."""
         return "the whole test" if self.query_index == WHOLE_TEST else f"query {self.query_index}"
 
 

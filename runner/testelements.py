@@ -177,10 +177,11 @@ def parse_ram_size(path: Path, root: Element) -> int | None:
         if element.tag != "ram_size":
             continue
         text = element.text.strip()
-        if not re.fullmatch(r"[0-9]+", text):
+        if not re.fullmatch(r"[0-9]{1,30}", text):
             raise TestDefError(
                 Location(path, element.line),
-                f"<ram_size> {console_text(text, 40)!r} is not a whole number of bytes",
+                f"<ram_size> {console_text(text, 40)!r} is not a whole number of bytes "
+                "(at most 30 digits)",
                 hint="write bytes, e.g. <ram_size>16000000000</ram_size>",
             )
         sizes.append(int(text))

@@ -317,7 +317,10 @@ def test_ram_size_precondition_is_parsed_and_not_warned_about() -> None:
     assert plain.required_ram_bytes is None
 
 
-@pytest.mark.parametrize("value", ["16G", "-1", "", "1e9", "\u202e61", "\u00b2"])
+@pytest.mark.parametrize(
+    "value",
+    ["16G", "-1", "", "1e9", "\u202e61", "\u00b2", pytest.param("9" * 5000, id="5000-digits")],
+)
 def test_a_ram_size_that_is_not_bytes_is_an_error_at_its_line(value: str) -> None:
     text = f"<test>\n<preconditions>\n<ram_size>{value}</ram_size>\n</preconditions>\n"
     text += "<query>SELECT 1</query></test>"

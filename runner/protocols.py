@@ -87,7 +87,7 @@ def _runs(element: Element) -> int:
     if raw is None:
         return DEFAULT_RUNS
     hint = f"pairs per protocol and query, {MIN_RUNS} to {MAX_RUNS} (default {DEFAULT_RUNS})"
-    if not re.fullmatch(r"\s*\d{1,4}\s*", raw) or not MIN_RUNS <= int(raw) <= MAX_RUNS:
+    if not re.fullmatch(r"\s*[0-9]{1,4}\s*", raw) or not MIN_RUNS <= int(raw) <= MAX_RUNS:
         raise ProtocolsDefError(element.line, f"<protocols runs={raw!r}> is out of range", hint)
     return int(raw)
 

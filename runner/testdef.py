@@ -77,6 +77,9 @@ STATEMENT_KINDS = ("create_query", "fill_query", "query", "drop_query")
 LEGACY_ELEMENTS = frozenset(
     {"stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
 )
+PRECONDITIONS = frozenset({"table_exists", "ram_size"})
+# Cache resets of ClickHouse's old performance-test tool, before each run.
+LEGACY_PRECONDITIONS = frozenset({"flush_disk_cache", "reset_cpu_cache"})
 KNOWN_ELEMENTS = frozenset(
     {"settings", "substitutions", "tags", "preconditions", "load", "protocols", *STATEMENT_KINDS}
 )
@@ -134,14 +137,22 @@ def _warnings(path: Path, root: Element) -> list[Diagnostic]:
         if child.tag not in KNOWN_ELEMENTS:
             found.append(Diagnostic(location, f"unknown element <{child.tag}> ignored"))
         elif child.tag == "preconditions":
-            found.extend(
-                Diagnostic(Location(path, c.line), f"unknown precondition <{c.tag}> ignored")
-                for c in child.children
-                if c.tag not in ("table_exists", "ram_size")
-            )
+            found.extend(_precondition_warnings(path, child))
         elif child.tag in STATEMENT_KINDS:
             for name in sorted(set(child.attrs) - QUERY_ATTRIBUTES):
                 found.append(Diagnostic(location, f"unknown attribute {name} ignored"))
+    return found
+
+
+def _precondition_warnings(path: Path, preconditions: Element) -> list[Diagnostic]:
+    found = []
+    for c in preconditions.children:
+        location = Location(path, c.line)
+        if c.tag in LEGACY_PRECONDITIONS:
+            why = "chperf measures every query warm, after a prewarm run on each server"
+            found.append(Diagnostic(location, f"legacy precondition <{c.tag}> ignored: {why}"))
+        elif c.tag not in PRECONDITIONS:
+            found.append(Diagnostic(location, f"unknown precondition <{c.tag}> ignored"))
     return found
 
 

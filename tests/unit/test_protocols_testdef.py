@@ -50,6 +50,7 @@ def test_the_element_names_protocols_in_order_and_pairs(
         ("<protocols runs='5'>http</protocols>", "runs='5'> is out of range"),
         ("<protocols runs='many'>http</protocols>", "runs='many'> is out of range"),
         ("<protocols runs='41'>http</protocols>", "out of range"),
+        ("<protocols runs='\u0661\u0660'>http</protocols>", "out of range"),  # Arabic-Indic 10
         ("<protocols every='1'>http</protocols>", "unknown attribute every"),
         ("<protocols><p>http</p></protocols>", "has a child element <p>"),
         ("<protocols>http</protocols><protocols>native</protocols>", "a second <protocols>"),

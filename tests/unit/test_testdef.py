@@ -337,3 +337,22 @@ def test_ram_shortfall_says_what_the_test_needs_and_what_the_machine_has() -> No
     assert ram_shortfall(30_000_000_000, 25_300_000_000) == (
         "precondition not met: needs 30.0 GB of RAM (<ram_size>), this machine has 25.3 GB"
     )
+
+
+def test_old_cache_reset_preconditions_are_legacy_notes() -> None:
+    text = """<test>
+    <preconditions>
+        <flush_disk_cache/>
+        <reset_cpu_cache/>
+        <frobnicate/>
+    </preconditions>
+    <query>SELECT 1</query>
+</test>"""
+    test = parse_test(Path("old.xml"), text.encode())
+    assert [str(w) for w in test.warnings] == [
+        "old.xml:3: legacy precondition <flush_disk_cache> ignored: chperf measures every query "
+        "warm, after a prewarm run on each server",
+        "old.xml:4: legacy precondition <reset_cpu_cache> ignored: chperf measures every query "
+        "warm, after a prewarm run on each server",
+        "old.xml:5: unknown precondition <frobnicate> ignored",
+    ]

@@ -311,11 +311,7 @@ def judge(
     """The check status: fails on failing verdicts, damage, and nothing measured; incomplete
     when a query, a load level or a protocol's full transfer was not judged."""
     counts = Counter(v.verdict.value for v in verdicts)
-    query_failures = [
-        f"{v.test}{'' if v.query_index == WHOLE_TEST else f' query {v.query_index}'}: {v.reason}"
-        for v in verdicts
-        if _fails(v, options)
-    ]
+    query_failures = [f"{_named(v)}: {v.reason}" for v in verdicts if _fails(v, options)]
     suite_failures = _suite_failures(verdicts, evidence, problems, load)
     notes = [f"note: {p.text}" for p in problems if not p.fails_check]
     parts = [f"{counts[v.value]} {v.value}" for v in _MESSAGE_ORDER if counts[v.value]]
@@ -340,6 +336,11 @@ def judge(
         counts={v.value: counts[v.value] for v in Verdict},
         failures=failures,
     )
+
+
+def _named(v: QueryVerdict) -> str:
+    """A verdict's name on the console: sum query 3, or sum for the whole test."""
+    return v.test if v.query_index == WHOLE_TEST else f"{v.test} query {v.query_index}"
 
 
 def _suite_failures(

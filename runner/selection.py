@@ -39,7 +39,7 @@ def load_tests(options: RunOptions) -> LoadedTests:
         except TestDefError as e:
             problems.append((name, path, e))
             continue
-        if not test.skip_reason:
+        if test.required_ram_bytes is not None and not test.skip_reason:
             test = replace(test, skip_reason=ram_shortfall(test.required_ram_bytes, machine_ram()))
         if test.name in seen:
             problems.append((test.name, path, _duplicate(test, seen[test.name])))

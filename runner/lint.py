@@ -247,16 +247,21 @@ _PLAIN_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECA
 
 
 def _check_drops(test: TestDef) -> Iterable[LintProblem]:
-    dropped = {
-        _name(m.group(2)) for m in (_DROP.match(sql) for sql in test.drop_queries) if m is not None
-    }
+    drops = [m for m in (_DROP.match(sql) for sql in test.drop_queries) if m is not None]
+    dropped = {_name(m.group(2)) for m in drops}
+    # DROP DATABASE db takes every table, view and dictionary db.name with it.
+    databases = {_name(m.group(2)) for m in drops if m.group(1).upper() == "DATABASE"}
     for name, statement in _created(test):
-        if name not in dropped and not _PLAIN_VIEW.match(statement.sql):
-            yield _problem(
-                statement,
-                f"{name} is created but no <drop_query> drops it",
-                f"add <drop_query>DROP TABLE IF EXISTS {name}</drop_query>",
-            )
+        database, dot, _ = name.rpartition(".")
+        if name in dropped or (dot and database in databases) or _PLAIN_VIEW.match(statement.sql):
+            continue
+        created = _CREATE.match(statement.sql)
+        kind = created.group(1).upper() if created else "TABLE"
+        yield _problem(
+            statement,
+            f"{name} is created but no <drop_query> drops it",
+            f"add <drop_query>DROP {kind} IF EXISTS {name}</drop_query>",
+        )
 
 
 # ClickHouse's max_insert_block_size: one INSERT ... SELECT of at most this many rows writes

@@ -235,6 +235,25 @@ def test_a_view_left_behind_is_harmless_a_table_is_not() -> None:
     assert "t1 is created but no <drop_query>" in lint_text(with_lines(CREATE, QUERY))[0]
 
 
+def test_a_dropped_database_takes_its_tables_along_and_the_remedy_names_the_kind() -> None:
+    database = "<create_query>CREATE DATABASE IF NOT EXISTS d1</create_query>"
+    table = "<create_query>CREATE TABLE d1.t1 (x UInt8) ENGINE = Memory</create_query>"
+    other = "<create_query>CREATE TABLE d2.t1 (x UInt8) ENGINE = Memory</create_query>"
+    drop_database = "<drop_query>DROP DATABASE d1</drop_query>"
+    assert lint_text(with_lines(database, table, QUERY, drop_database)) == []
+    left = lint_text(with_lines(database, table, other, QUERY, drop_database))
+    assert len(left) == 1 and "d2.t1 is created but no <drop_query>" in left[0]
+    # a database whose name starts like it is another one
+    longer = table.replace("d1.t1", "d10.t1")
+    assert len(lint_text(with_lines(database, longer, QUERY, drop_database))) == 1
+    dictionary = (
+        "<create_query>CREATE DICTIONARY dict1 (k UInt64, v UInt64) PRIMARY KEY k "
+        "SOURCE(NULL()) LAYOUT(FLAT()) LIFETIME(0)</create_query>"
+    )
+    (problem,) = lint_text(with_lines(dictionary, QUERY))
+    assert "DROP DICTIONARY IF EXISTS dict1" in problem
+
+
 def test_write_path_with_stopped_merges_is_settled() -> None:
     text = with_lines(
         "<create_query>CREATE TABLE t1 (x UInt64) ENGINE = MergeTree ORDER BY x</create_query>",

@@ -280,13 +280,13 @@ def _check_settled_parts(test: TestDef) -> Iterable[LintProblem]:
     for statement in test.statements:
         if statement.kind not in SETUP_KINDS:
             continue
-        insert = _INSERT_INTO.match(statement.sql)
+        filled = _filled_table(statement.sql)
         settled = _SETTLED.match(statement.sql)
         stop = _STOP_MERGES.match(statement.sql)
         if stop:
             stopped.add(_name(stop.group(1) or ""))
-        if insert and _name(insert.group(1)) in mergetree:
-            name = _name(insert.group(1))
+        if filled in mergetree:
+            name = filled
             inserts.setdefault(name, []).append(statement)
             if _many_parts(inserts[name]) and not stopped & {name, ""}:
                 pending.setdefault(name, inserts[name][0])
@@ -353,6 +353,23 @@ def _check_growing_inserts(test: TestDef) -> Iterable[LintProblem]:
                 "with later runs",
                 f"add <fill_query>SYSTEM STOP MERGES {table}</fill_query>",
             )
+
+
+# CREATE TABLE t ... AS SELECT fills t as an INSERT would (not `AS other_table`, a copy of
+# its structure, nor `EMPTY AS SELECT`).
+_CREATE_AS_SELECT = re.compile(
+    r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.`\"]+).*?\bAS\s*\(?\s*(?:SELECT|WITH)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_EMPTY_AS = re.compile(r"\bEMPTY\s+AS\b", re.IGNORECASE)
+
+
+def _filled_table(sql: str) -> str | None:
+    """The table an INSERT INTO or a CREATE TABLE ... AS SELECT writes rows into."""
+    match = _INSERT_INTO.match(sql)
+    if match is None and not _EMPTY_AS.search(sql):
+        match = _CREATE_AS_SELECT.match(sql)
+    return _name(match.group(1)) if match else None
 
 
 def _many_parts(inserts: Sequence[Statement]) -> bool:

@@ -229,6 +229,23 @@ def test_a_single_insert_larger_than_one_part_is_flagged_unsettled() -> None:
     assert len(problems) == 1 and "filled without OPTIMIZE TABLE t1 FINAL" in problems[0]
 
 
+def test_create_table_as_select_fills_like_an_insert() -> None:
+    create = (
+        "<create_query>CREATE TABLE IF NOT EXISTS t1 ENGINE = MergeTree ORDER BY tuple() AS "
+        "SELECT number AS x FROM numbers_mt(100000000)</create_query>"
+    )
+    (problem,) = lint_text(with_lines(create, QUERY, DROP))
+    assert "filled without OPTIMIZE TABLE t1 FINAL" in problem
+    optimize = "<fill_query>OPTIMIZE TABLE t1 FINAL</fill_query>"
+    assert lint_text(with_lines(create, optimize, QUERY, DROP)) == []
+    small = create.replace("100000000", "1000")
+    assert lint_text(with_lines(small, QUERY, DROP)) == []
+    empty = create.replace(" AS SELECT", " EMPTY  AS SELECT")
+    assert lint_text(with_lines(empty, QUERY, DROP)) == []
+    structure = "<create_query>CREATE TABLE t1 ENGINE = MergeTree ORDER BY x AS t0</create_query>"
+    assert lint_text(with_lines(structure, QUERY, DROP)) == []
+
+
 def test_a_view_left_behind_is_harmless_a_table_is_not() -> None:
     view = "<create_query>CREATE VIEW v1 AS SELECT 1</create_query>"
     assert lint_text(with_lines(view, QUERY)) == []

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from runner.datasets import DATASET
 from runner.testdef import Location, Statement, TestDef
 
 
@@ -171,8 +172,6 @@ def _check_duplicates(test: TestDef) -> Iterable[LintProblem]:
 # A result of this many rows takes the client long enough to blur the server's time.
 LARGE_RESULT_ROWS = 1_000_000
 _NUMBERS = re.compile(r"\b(?:numbers|numbers_mt)\s*\(\s*(?:\d+\s*,\s*)?(\d+)\s*\)", re.I)
-# ClickHouse's test datasets (hits_100m_single, hits_10m_single, test.hits, ...): millions of rows.
-_DATASET = re.compile(r"^(?:\w+\.)?hits(?:_\w+)?$", re.IGNORECASE)
 
 
 def _filled_rows(test: TestDef) -> dict[str, int]:
@@ -216,7 +215,8 @@ def _returns_large_result(sql: str, table_rows: dict[str, int]) -> bool:
         count = _NUMBERS.match(parts[1].strip())
         return count is not None and int(count.group(1)) >= LARGE_RESULT_ROWS
     rows = table_rows.get(name)
-    return rows >= LARGE_RESULT_ROWS if rows is not None else bool(_DATASET.match(name))
+    # ClickHouse's test datasets hold millions of rows
+    return rows >= LARGE_RESULT_ROWS if rows is not None else bool(DATASET.match(name))
 
 
 def _check_large_results(test: TestDef) -> Iterable[LintProblem]:

@@ -40,6 +40,7 @@ from compare.interim import InterimJudge
 from compare.verdict import Verdict
 from runner.accounting import Accounts, stop_reason
 from runner.budget import Clock
+from runner.datasets import dataset_tables
 from runner.environment import environment_warnings
 from runner.load import measure_load_test
 from runner.machine import machine_facts
@@ -315,6 +316,8 @@ class Run:
         if not queries:
             return False
         missing = test.skip_reason or missing_tables(measurer.sets, test.required_tables)
+        if not missing and (absent := missing_tables(measurer.sets, dataset_tables(test))):
+            missing = f"{absent}: the test reads this ClickHouse test dataset"
         if missing:
             reason = test.skip_reason or f"precondition not met: {missing}"
             self.accounts.test_row(test, TEST_SKIPPED, reason, 0.0)

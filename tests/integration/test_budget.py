@@ -73,6 +73,10 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     # A test whose <preconditions> table is missing is skipped with the reason.
     assert tests["dataset_missing"] == {"skipped"}
     assert "table hits_100m_single does not exist" in rows["dataset_missing"].reason
+    # So is one without <preconditions> that reads ClickHouse's datasets; the first it reads.
+    assert tests["dataset_read"] == {"skipped"}
+    assert "table test.hits does not exist" in rows["dataset_read"].reason
+    assert "reads this ClickHouse test dataset" in rows["dataset_read"].reason
     # One whose <ram_size> is more than the machine has is skipped without being run.
     assert tests["needs_ram"] == {"skipped"}
     assert "needs 1000000.0 GB of RAM (<ram_size>)" in rows["needs_ram"].reason

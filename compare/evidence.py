@@ -25,6 +25,7 @@ from artifacts.tables import (
     STAGE_SERVER,
     STAGE_SETUP,
     STAGE_TOO_LONG,
+    STOPS,
     TEST_ERROR,
     TEST_NOT_RUN,
     TEST_SKIPPED,
@@ -81,6 +82,7 @@ class _Query:
     samples: Samples | None = None
     failures: list[Failure] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    stop_reason: str | None = None  # stops.tsv: why its measuring ended
 
 
 def gather(
@@ -99,6 +101,7 @@ def gather(
         runs = read_table(out, RUNS)
         _add_runs(out, runs, queries, problems)
         per_side = {s: sum(1 for r in runs.rows if r.server == s) for s in SIDES}
+    _add_stops(out, queries, problems)
     errors = read_table(out, ERRORS)
     test_failures = _add_errors(errors, queries, problems)
     tests = read_table(out, TESTS)
@@ -129,6 +132,18 @@ def _add_runs_grouped(
     for key, samples in grouped.samples.items():
         queries[key].samples = samples
     return grouped.runs_per_side
+
+
+def _add_stops(out: Path, queries: dict[QueryKey, _Query], problems: list[GlobalProblem]) -> None:
+    """Why each measured query's runs ended: only said, so a damaged or missing stops.tsv
+    (a run from before it existed) fails nothing."""
+    if not (out / STOPS.file).exists():
+        return
+    table = read_table(out, STOPS)
+    _note_problems(table.problems, problems, fails_check=False)
+    for row in table.rows:
+        if (row.test, row.query_index) in queries:
+            queries[(row.test, row.query_index)].stop_reason = row.reason
 
 
 def _note_problems(
@@ -237,6 +252,7 @@ def _evidence(key: QueryKey, q: _Query) -> QueryEvidence:
         problems=tuple(problems),
         runs_reference=len(q.samples.reference) if q.samples else len(q.runs[REFERENCE]),
         runs_patched=len(q.samples.patched) if q.samples else len(q.runs[PATCHED]),
+        stop_reason=q.stop_reason,
     )
 
 

@@ -112,6 +112,7 @@ class QueryEvidence:
     fdr: FdrStatus | None = None  # None: no false-discovery control
     calibrated_min_effect: float | None = None  # from a calibration file, when it has the query
     calibration: str | None = None  # "calibrated", "not calibrated: why"; None: no file
+    stop_reason: str | None = None  # why its runs ended (stops.tsv), when recorded
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,8 @@ def _decide(evidence: QueryEvidence, stats: SeriesStats, thresholds: Thresholds)
             f"inconclusive: too few runs: {stats.pairs} pairs cannot reach the 1% level "
             f"however clear the change (D {diff:+.1%}); the paired test needs at least 6"
         )
+        if evidence.stop_reason:
+            reason += f"; measuring stopped: {evidence.stop_reason}"
         return _verdict(evidence, Verdict.INCONCLUSIVE, reason, False, min_effect)
     held_back, why_held = "", ""
     if stats.significant and abs(diff) >= min_effect:

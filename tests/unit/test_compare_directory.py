@@ -187,6 +187,26 @@ def test_fewer_than_three_runs_a_side_is_an_error_verdict(tmp_path: Path) -> Non
     assert result.exit_code is ExitCode.CHECK_FAILED
 
 
+def test_an_inconclusive_verdict_says_why_its_runs_ended(tmp_path: Path) -> None:
+    out = write_artifacts(tmp_path / "out", {0: (STEADY, STEADY), 1: (STEADY[:4], STEADY[:4])})
+    (out / "stops.tsv").write_text(
+        "test\tquery_index\truns\treason\n"
+        "t\t0\t7\tfixed 7 runs\n"
+        "t\t1\t4\tthe test budget of 25 s ran out after 4 runs\n"
+    )
+    result = compare_directory(out, CompareOptions())
+    row = verdict_rows(out)[("t", "1")]
+    assert row[2] == "inconclusive" and row[3].endswith(
+        "; measuring stopped: the test budget of 25 s ran out after 4 runs"
+    )
+    assert "measuring stopped" not in verdict_rows(out)[("t", "0")][3]
+    assert result.exit_code is ExitCode.INCOMPLETE
+    # Without stops.tsv (or with a damaged one) the verdict stands, without the why.
+    (out / "stops.tsv").write_text("garbage\n")
+    assert compare_directory(out, CompareOptions()).exit_code is ExitCode.INCOMPLETE
+    assert verdict_rows(out)[("t", "1")][3].endswith("needs at least 6")
+
+
 def test_unequal_run_counts_are_compared_with_groups_of_the_original_sizes(
     tmp_path: Path,
 ) -> None:

@@ -117,6 +117,9 @@ class TestRow:
     wall_time: float  # seconds spent on the test, setup and teardown included
     # the test's max_ignored_relative_change; its load levels' min effect (compare/load.py)
     max_ignored_relative_change: float | None = None
+    # where its setup draws random data (file:line and the function), "" when it does not:
+    # each server then holds its own data, so the sides' results may differ (compare/results.py)
+    random_fill: str = ""
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 query, and what that does to its verdict and to the check.
 
 - non-deterministic: some side gave two different results (two executions on one server, or
-  the side's two server processes): whatever the patched side returns cannot be told from
-  chance. Reported, never failing.
+  the side's two server processes), or the sides differ and the test fills its tables with
+  random data (tests.tsv random_fill: each server holds its own): whatever the patched side
+  returns cannot be told from chance. Reported, never failing.
 - wrong result: each side gave one result in every execution, at least two executions a
   side, and the sides differ. Fails the check, whatever the timing verdict.
 - unconfirmed: the sides differ but a side ran the query once (its recheck failed or a
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from artifacts.results import RESULTS, ResultRow, SideResult
-from artifacts.tables import PATCHED, REFERENCE
+from artifacts.tables import PATCHED, REFERENCE, TESTS
 from artifacts.tsv import read_table
 from compare.verdict import QueryVerdict
 
@@ -79,29 +80,39 @@ def gather_results(out: Path, manifest: Mapping[str, Any] | None = None) -> Resu
     contents = read_table(out, RESULTS)
     # A missing file is a run that hashed nothing (--no-result-check, or an older chperf).
     problems = () if contents.missing else tuple(str(p) for p in contents.problems)
-    return ResultsEvidence(check_results(contents.rows), problems, not contents.missing)
+    # tests.tsv's own damage is compare's to report (compare/evidence.py).
+    random = {t.test: t.random_fill for t in read_table(out, TESTS).rows if t.random_fill}
+    return ResultsEvidence(check_results(contents.rows, random), problems, not contents.missing)
 
 
-def check_results(rows: Iterable[ResultRow]) -> dict[tuple[str, int], ResultCheck]:
-    """One check per query hashed on both sides, in key order."""
+def check_results(
+    rows: Iterable[ResultRow], random_fill: Mapping[str, str] | None = None
+) -> dict[tuple[str, int], ResultCheck]:
+    """One check per query hashed on both sides, in key order; `random_fill`: per test, where
+    its setup draws random data."""
     grouped: dict[tuple[str, int], list[ResultRow]] = {}
     for row in rows:
         grouped.setdefault((row.test, row.query_index), []).append(row)
     checks = {}
     for key in sorted(grouped):
-        check = _check(key, grouped[key])
+        check = _check(key, grouped[key], (random_fill or {}).get(key[0], ""))
         if check is not None:
             checks[key] = check
     return checks
 
 
-def _check(key: tuple[str, int], rows: Sequence[ResultRow]) -> ResultCheck | None:
+def _check(key: tuple[str, int], rows: Sequence[ResultRow], random_fill: str) -> ResultCheck | None:
     by_side = {side: [r for r in rows if r.server == side] for side in (REFERENCE, PATCHED)}
     if not all(by_side.values()):
         return None
     reference, patched = (_distinct(by_side[s]) for s in (REFERENCE, PATCHED))
     executions = (len(by_side[REFERENCE]), len(by_side[PATCHED]))
     varies = _where_it_varies(by_side)
+    if not varies and reference != patched and random_fill:
+        varies = (
+            f"between the servers: the test fills its tables with random data ({random_fill}), "
+            "so each server holds its own"
+        )
     if varies:
         status = ResultStatus.NON_DETERMINISTIC
     elif reference == patched:

@@ -21,6 +21,7 @@ from artifacts.tables import (
     TestRow,
 )
 from runner.options import RunOptions
+from runner.results import random_fill
 from runner.selection import LoadedTests, selected_queries
 from runner.testdef import TestDef, TestQuery
 from runner.writers import Writers
@@ -50,7 +51,13 @@ class Accounts:
         self._accounted.add(test.name)
         self.writers.tests.write(
             TestRow(
-                test.name, str(test.path), status, reason, wall, test.max_ignored_relative_change
+                test.name,
+                str(test.path),
+                status,
+                reason,
+                wall,
+                test.max_ignored_relative_change,
+                random_fill(test),
             )
         )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from artifacts.results import ResultRow
 from artifacts.tsv import TableWriter
+from runner.testtypes import TestDef
 
 # The label (query_id `<test>.<index>.recheck`) of the extra execution on a disagreement.
 RECHECK_LABEL = "recheck"
@@ -28,6 +29,37 @@ _MODULUS = 1 << (8 * ROW_DIGEST_BYTES)
 
 # A query that ends in FORMAT Null sends no rows: there is nothing to compare.
 _FORMAT_NULL = re.compile(r"\bFORMAT\s+Null\s*;?\s*$", re.IGNORECASE)
+
+
+# Functions whose value differs between two servers that run the same fill: random numbers,
+# strings and tables, fresh UUIDs, the clock. A fill that calls one gives each server its own
+# data, so the sides' results may differ with no patch at all.
+_RANDOM_CALL = re.compile(
+    r"(?<![\w.`\"])(rand(?:32|64|Constant|Canonical|Uniform|Normal|LogNormal|Exponential|"
+    r"ChiSquared|StudentT|FisherF|Bernoulli|Binomial|NegativeBinomial|Poisson)?|canonicalRand|"
+    r"random(?:String|FixedString|PrintableASCII|StringUTF8)|fuzzBits|generateRandom|"
+    r"generateUUIDv[47]|generateSnowflakeID|generateSerialID|now|now64|nowInBlock|today|"
+    r"yesterday)\s*\(",
+    re.IGNORECASE,
+)
+# A table or view named like one of them: CREATE TABLE rand (...), INSERT INTO now (...).
+_NAMED_OBJECT = re.compile(r"\b(?:TABLE|VIEW|DICTIONARY|INTO|EXISTS)\s+$", re.IGNORECASE)
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'", re.DOTALL)
+_SETUP_KINDS = ("create_query", "fill_query")
+
+
+def random_fill(test: TestDef) -> str:
+    """Where the test's setup first draws random data, as `file:line function()` (tests.tsv
+    random_fill); "" when it does not."""
+    for statement in test.statements:
+        if statement.kind not in _SETUP_KINDS:
+            continue
+        code = _STRING_LITERAL.sub("''", statement.sql)
+        for found in _RANDOM_CALL.finditer(code):
+            if not _NAMED_OBJECT.search(code[: found.start()]):
+                where = f"{statement.location.path.name}:{statement.location.line}"
+                return f"{where} {found.group(1)}()"
+    return ""
 
 
 def discards_result(sql: str) -> bool:

@@ -4,10 +4,12 @@ result: any chunking, any row order."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
-from runner.results import ResultDigest, RowHasher, disagree, discards_result
+from runner.results import ResultDigest, RowHasher, disagree, discards_result, random_fill
+from runner.testdef import parse_test
 
 
 def digest(*chunks: bytes) -> ResultDigest:
@@ -92,3 +94,38 @@ def test_results_disagree_when_any_two_differ() -> None:
     assert not disagree(same)
     assert disagree([[("a", 1)], [("a", 2)]])  # same hash, other row count: another result
     assert disagree([[("a", 1), ("b", 1)]])
+
+
+def setup_of(*lines: str) -> str:
+    text = "<test>\n" + "\n".join(lines) + "\n<query>SELECT count() FROM t</query>\n</test>"
+    return random_fill(parse_test(Path("t.xml"), text.encode()))
+
+
+def test_random_fill_names_the_first_random_call_of_the_setup() -> None:
+    create = "<create_query>CREATE TABLE t (x UInt64) ENGINE = Memory</create_query>"
+    assert (
+        setup_of(create, "<fill_query>INSERT INTO t SELECT number FROM numbers(9)</fill_query>")
+        == ""
+    )
+    fill = "<fill_query>INSERT INTO t SELECT rand(number) FROM numbers(9)</fill_query>"
+    assert setup_of(create, fill) == "t.xml:3 rand()"
+    assert (
+        setup_of(create.replace("x UInt64", "x UInt64, d DateTime DEFAULT now()"))
+        == "t.xml:2 now()"
+    )
+    as_select = (
+        "<create_query>CREATE TABLE t ENGINE = Memory AS SELECT randomString(8) AS s</create_query>"
+    )
+    assert setup_of(as_select) == "t.xml:2 randomString()"
+
+
+def test_names_and_literals_that_look_like_random_calls_are_not() -> None:
+    named = "<create_query>CREATE TABLE rand (x UInt64) ENGINE = Memory</create_query>"
+    into = "<fill_query>INSERT INTO now (x) SELECT number FROM numbers(9)</fill_query>"
+    literal = "<fill_query>INSERT INTO t SELECT 'rand()' FROM numbers(9)</fill_query>"
+    other = "<fill_query>INSERT INTO t SELECT my_rand(1), x.now() FROM numbers(9)</fill_query>"
+    assert setup_of(named, into, literal, other) == ""
+    # a measured query may be random: that is the query's own non-determinism, not the data's
+    assert (
+        random_fill(parse_test(Path("t.xml"), b"<test><query>SELECT rand()</query></test>")) == ""
+    )

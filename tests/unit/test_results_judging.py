@@ -97,6 +97,37 @@ def test_non_deterministic_says_where_it_varied() -> None:
     assert "between executions on one reference server" in check.reason
 
 
+def test_sides_that_differ_over_random_fill_data_are_non_deterministic_not_wrong(
+    tmp_path: Path,
+) -> None:
+    confirmed = [row(R, 0, A), row(P, 0, B), row(P, 0, B, execution="recheck"),
+                 row(R, 0, A, execution="recheck")]  # fmt: skip
+    (check,) = check_results(confirmed, {"t": "t.xml:4 rand()"}).values()
+    assert check.status is ResultStatus.NON_DETERMINISTIC
+    assert "random data (t.xml:4 rand()), so each server holds its own" in check.reason
+    # another test's random fill changes nothing; equal results stay equal
+    assert check_results(confirmed, {"other": "o.xml:1 rand()"})[("t", 0)].status is (
+        ResultStatus.WRONG
+    )
+    equal = [row(R, 0, A), row(P, 0, A)]
+    assert check_results(equal, {"t": "t.xml:4 rand()"})[("t", 0)].status is ResultStatus.EQUAL
+    # from the artifacts: tests.tsv says where the test draws random data
+    write_table(tmp_path, RESULTS, confirmed)
+    (tmp_path / "tests.tsv").write_text(
+        "test\tfile\tstatus\treason\twall_time\tmax_ignored_relative_change\trandom_fill\n"
+        "t\tt.xml\tran\t\t1.0\t\\N\tt.xml:4 rand()\n"
+    )
+    (found,) = gather_results(tmp_path).checks.values()
+    assert found.status is ResultStatus.NON_DETERMINISTIC
+    # a tests.tsv written before the column existed: a wrong result, as before
+    (tmp_path / "tests.tsv").write_text(
+        "test\tfile\tstatus\treason\twall_time\tmax_ignored_relative_change\n"
+        "t\tt.xml\tran\t\t1.0\t\\N\n"
+    )
+    (found,) = gather_results(tmp_path).checks.values()
+    assert found.status is ResultStatus.WRONG
+
+
 def verdict(kind: Verdict = Verdict.FASTER) -> QueryVerdict:
     return QueryVerdict("t", 0, "SELECT 1", kind, f"{kind.value}: D -40%", False, 7, 7, None)
 

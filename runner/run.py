@@ -363,9 +363,11 @@ class Run:
         settle_for = self.clock.cap(SETTLE_TIMEOUT_S).seconds
         for warning in settle_all(measurer.sets, test, settle_for):
             self._warn(warning)
+        out_of_time = None
         for q in queries:
             why = self.clock.out_of_time()
             if why is not None:
+                out_of_time = why
                 self.writers.errors.write(ErrorRow(test.name, q.index, BOTH, STAGE_NOT_RUN, 0, why))
                 progress.skip_queries(1)
                 self.accounts.ended.add((test.name, q.index))
@@ -379,7 +381,7 @@ class Run:
             activity = functools.partial(progress.activity, test.name)
             ProtocolRuns(measurer, activity).measure(test, queries, sides)
         if not any(all(t.values()) for t in measurer.samples.values()):
-            why = next(iter(measurer.first_failures.values()), "no runs")
+            why = next(iter(measurer.first_failures.values()), out_of_time or "no runs")
             print(
                 f"chperf: {console_text(test.name)}: no query was measured on both sides: "
                 f"{console_text(why)}",

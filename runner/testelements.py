@@ -102,7 +102,9 @@ def _parse_substitution(path: Path, element: Element) -> tuple[str, list[str]]:
         values_element = element  # <value> elements without a <values> wrapper
     else:
         values_element = _only_child(path, element, "values")
-    values = [v.text.strip() for v in values_element.children if v.tag == "value"]
+    # As written, spaces included, as ClickHouse's perf.py reads them: a value may end in the
+    # space that keeps it apart from what follows its placeholder (`trim(BOTH 'x' FROM `).
+    values = [v.text for v in values_element.children if v.tag == "value"]
     if not values:
         raise TestDefError(
             Location(path, values_element.line),

@@ -162,6 +162,20 @@ def test_unused_substitution_is_a_warning() -> None:
     assert [w.message for w in test.warnings] == ["substitution {x} is never used"]
 
 
+def test_substitution_values_keep_their_spaces() -> None:
+    # ClickHouse's trim_numbers.xml: the value's trailing space separates FROM from the column
+    text = (
+        "<test><substitutions><substitution><name>func</name><values><value>trim(</value>"
+        "<value>trim(BOTH '0' FROM </value></values></substitution></substitutions>"
+        "<query>SELECT ignore({func}toString(number)) FROM numbers(9)</query></test>"
+    )
+    test = parse_test(Path("t.xml"), text.encode())
+    assert [q.sql for q in test.queries] == [
+        "SELECT ignore(trim(toString(number)) FROM numbers(9)",
+        "SELECT ignore(trim(BOTH '0' FROM toString(number)) FROM numbers(9)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("tags", "is_long"),
     [("", False), ("<tags><tag>long</tag></tags>", True), ("<tags><tag>short</tag></tags>", False)],

@@ -357,19 +357,21 @@ def _check_growing_inserts(test: TestDef) -> Iterable[LintProblem]:
 
 # CREATE TABLE t ... AS SELECT fills t as an INSERT would (not `AS other_table`, a copy of
 # its structure, nor `EMPTY AS SELECT`).
-_CREATE_AS_SELECT = re.compile(
-    r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.`\"]+).*?\bAS\s*\(?\s*(?:SELECT|WITH)\b",
-    re.IGNORECASE | re.DOTALL,
+_CREATE_TABLE = re.compile(
+    r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.`\"]+)", re.IGNORECASE
 )
+_AS_SELECT = re.compile(r"\bAS\s*\(?\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 _EMPTY_AS = re.compile(r"\bEMPTY\s+AS\b", re.IGNORECASE)
 
 
 def _filled_table(sql: str) -> str | None:
     """The table an INSERT INTO or a CREATE TABLE ... AS SELECT writes rows into."""
     match = _INSERT_INTO.match(sql)
-    if match is None and not _EMPTY_AS.search(sql):
-        match = _CREATE_AS_SELECT.match(sql)
-    return _name(match.group(1)) if match else None
+    if match is None:
+        match = _CREATE_TABLE.match(sql)
+        if match is None or not _AS_SELECT.search(sql, match.end()) or _EMPTY_AS.search(sql):
+            return None
+    return _name(match.group(1))
 
 
 def _many_parts(inserts: Sequence[Statement]) -> bool:

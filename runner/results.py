@@ -56,7 +56,8 @@ def random_fill(test: TestDef) -> str:
             continue
         code = _STRING_LITERAL.sub("''", statement.sql)
         for found in _RANDOM_CALL.finditer(code):
-            if not _NAMED_OBJECT.search(code[: found.start()]):
+            # the few words before it: a statement may hold thousands of calls
+            if not _NAMED_OBJECT.search(code[max(0, found.start() - 64) : found.start()]):
                 where = f"{statement.location.path.name}:{statement.location.line}"
                 return f"{where} {found.group(1)}()"
     return ""

@@ -125,6 +125,11 @@ def test_names_and_literals_that_look_like_random_calls_are_not() -> None:
     literal = "<fill_query>INSERT INTO t SELECT 'rand()' FROM numbers(9)</fill_query>"
     other = "<fill_query>INSERT INTO t SELECT my_rand(1), x.now() FROM numbers(9)</fill_query>"
     assert setup_of(named, into, literal, other) == ""
+    seeded = (
+        "<fill_query>INSERT INTO t SELECT * FROM generateRandom('x UInt64', 1) LIMIT 9</fill_query>"
+    )
+    assert setup_of(seeded) == ""
+    assert setup_of(seeded.replace("', 1)", "')")) == "t.xml:2 generateRandom()"
     # a measured query may be random: that is the query's own non-determinism, not the data's
     assert (
         random_fill(parse_test(Path("t.xml"), b"<test><query>SELECT rand()</query></test>")) == ""

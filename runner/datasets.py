@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from runner.sqltext import unquoted, without_strings
 from runner.testtypes import TestDef
 
 # A dataset's name, qualified or not: hits_10m_single, hits_100m_single, test.hits,
@@ -23,11 +24,6 @@ _CREATED = re.compile(
     r"(?:TABLE|VIEW|DICTIONARY)\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.`\"]+)",
     re.IGNORECASE,
 )
-_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'", re.DOTALL)
-
-
-def _bare(name: str) -> str:
-    return name.replace("`", "").replace('"', "")
 
 
 def dataset_tables(test: TestDef) -> tuple[str, ...]:
@@ -38,12 +34,12 @@ def dataset_tables(test: TestDef) -> tuple[str, ...]:
         *test.fill_queries,
         *(q.sql for q in test.queries),
     ]
-    created = {_bare(m.group(1)) for m in map(_CREATED.match, texts) if m is not None}
+    created = {unquoted(m.group(1)) for m in map(_CREATED.match, texts) if m is not None}
     found: dict[str, None] = {}
     for text in texts:
-        code = _LITERAL.sub("''", text)
+        code = without_strings(text)
         for match in (*filter(None, [_COPIED.match(code)]), *_SOURCE.finditer(code)):
-            name = _bare(match.group(1))
+            name = unquoted(match.group(1))
             if DATASET.match(name) and name not in created:
                 found.setdefault(name)
     return tuple(found)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from runner.datasets import DATASET
+from runner.sqltext import unquoted
 from runner.testdef import Location, Statement, TestDef
 
 
@@ -50,10 +51,6 @@ _SETTLED = re.compile(
 )
 _LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`\\]|\\.)*`", re.DOTALL)
 _NESTED = re.compile(r"\([^()]*\)")
-
-
-def _name(raw: str) -> str:
-    return raw.replace("`", "").replace('"', "")
 
 
 def _without_literals(sql: str) -> str:
@@ -114,7 +111,7 @@ def _ordered_views(test: TestDef) -> set[str]:
     for statement in test.statements:
         match = _CREATE_VIEW_AS.match(_without_literals(statement.sql))
         if match and re.search(r"\bORDER\s+BY\b", _top_level(match.group(2)), re.I):
-            found.add(_name(match.group(1)))
+            found.add(unquoted(match.group(1)))
     return found
 
 
@@ -149,7 +146,7 @@ def _unordered_limit(code: str, single_threaded: bool, ordered_views: set[str]) 
         for source in (m.group(1) for m in _SOURCE.finditer(level)):
             if source == "(":
                 continue  # a subquery: its own level says whether its rows are ordered
-            name = _name(source)
+            name = unquoted(source)
             if not _GENERATOR.match(name) and name not in ordered_views:
                 return True
     return False
@@ -183,7 +180,7 @@ def _filled_rows(test: TestDef) -> dict[str, int]:
         target = _INSERT_INTO.match(statement.sql) or _CREATE.match(statement.sql)
         count = _NUMBERS.search(statement.sql)
         if target and count:
-            name = _name(target.group(target.lastindex or 1))
+            name = unquoted(target.group(target.lastindex or 1))
             rows[name] = rows.get(name, 0) + int(count.group(1))
     return rows
 
@@ -210,7 +207,7 @@ def _returns_large_result(sql: str, table_rows: dict[str, int]) -> bool:
     source = re.match(r"\s*([\w.`\"]+)\s*(\()?", parts[1])
     if source is None:
         return False
-    name = _name(source.group(1))
+    name = unquoted(source.group(1))
     if source.group(2):
         count = _NUMBERS.match(parts[1].strip())
         return count is not None and int(count.group(1)) >= LARGE_RESULT_ROWS
@@ -238,7 +235,7 @@ def _created(test: TestDef) -> list[tuple[str, Statement]]:
     for statement in test.statements:
         match = _CREATE.match(statement.sql)
         if statement.kind in SETUP_KINDS and match:
-            found.append((_name(match.group(2)), statement))
+            found.append((unquoted(match.group(2)), statement))
     return found
 
 
@@ -248,9 +245,9 @@ _PLAIN_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECA
 
 def _check_drops(test: TestDef) -> Iterable[LintProblem]:
     drops = [m for m in (_DROP.match(sql) for sql in test.drop_queries) if m is not None]
-    dropped = {_name(m.group(2)) for m in drops}
+    dropped = {unquoted(m.group(2)) for m in drops}
     # DROP DATABASE db takes every table, view and dictionary db.name with it.
-    databases = {_name(m.group(2)) for m in drops if m.group(1).upper() == "DATABASE"}
+    databases = {unquoted(m.group(2)) for m in drops if m.group(1).upper() == "DATABASE"}
     for name, statement in _created(test):
         database, dot, _ = name.rpartition(".")
         if name in dropped or (dot and database in databases) or _PLAIN_VIEW.match(statement.sql):
@@ -284,7 +281,7 @@ def _check_settled_parts(test: TestDef) -> Iterable[LintProblem]:
         settled = _SETTLED.match(statement.sql)
         stop = _STOP_MERGES.match(statement.sql)
         if stop:
-            stopped.add(_name(stop.group(1) or ""))
+            stopped.add(unquoted(stop.group(1) or ""))
         if filled in mergetree:
             name = filled
             inserts.setdefault(name, []).append(statement)
@@ -293,7 +290,7 @@ def _check_settled_parts(test: TestDef) -> Iterable[LintProblem]:
         elif settled or stop:
             target = settled.group(1) or settled.group(2) if settled else stop and stop.group(1)
             if target:
-                pending.pop(_name(target), None)
+                pending.pop(unquoted(target), None)
             else:
                 pending.clear()
     for name, statement in pending.items():
@@ -321,14 +318,14 @@ def _check_growing_inserts(test: TestDef) -> Iterable[LintProblem]:
         stop = _STOP_MERGES.match(statement.sql)
         if stop and statement.kind != "drop_query":
             everything = everything or not stop.group(1)
-            stopped.add(_name(stop.group(1) or ""))
+            stopped.add(unquoted(stop.group(1) or ""))
     if test.load is not None and test.load.insert_table:
-        stopped.add(_name(test.load.insert_table))  # truncated before every load block
+        stopped.add(unquoted(test.load.insert_table))  # truncated before every load block
     for query in test.queries:
         insert = _INSERT_INTO.match(query.sql)
         if not insert:
             continue
-        table = _name(insert.group(1))
+        table = unquoted(insert.group(1))
         readers = [
             q.index
             for q in test.queries
@@ -357,21 +354,19 @@ def _check_growing_inserts(test: TestDef) -> Iterable[LintProblem]:
 
 # CREATE TABLE t ... AS SELECT fills t as an INSERT would (not `AS other_table`, a copy of
 # its structure, nor `EMPTY AS SELECT`).
-_CREATE_TABLE = re.compile(
-    r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.`\"]+)", re.IGNORECASE
-)
 _AS_SELECT = re.compile(r"\bAS\s*\(?\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 _EMPTY_AS = re.compile(r"\bEMPTY\s+AS\b", re.IGNORECASE)
 
 
 def _filled_table(sql: str) -> str | None:
     """The table an INSERT INTO or a CREATE TABLE ... AS SELECT writes rows into."""
-    match = _INSERT_INTO.match(sql)
-    if match is None:
-        match = _CREATE_TABLE.match(sql)
-        if match is None or not _AS_SELECT.search(sql, match.end()) or _EMPTY_AS.search(sql):
-            return None
-    return _name(match.group(1))
+    insert = _INSERT_INTO.match(sql)
+    if insert is not None:
+        return unquoted(insert.group(1))
+    create = _CREATE.match(sql)
+    if create is None or create.group(1).upper() != "TABLE" or _EMPTY_AS.search(sql):
+        return None
+    return unquoted(create.group(2)) if _AS_SELECT.search(sql, create.end()) else None
 
 
 def _many_parts(inserts: Sequence[Statement]) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from artifacts.results import ResultRow
 from artifacts.tsv import TableWriter
+from runner.sqltext import without_strings
 from runner.testtypes import TestDef
 
 # The label (query_id `<test>.<index>.recheck`) of the extra execution on a disagreement.
@@ -44,7 +45,6 @@ _RANDOM_CALL = re.compile(
 )
 # A table or view named like one of them: CREATE TABLE rand (...), INSERT INTO now (...).
 _NAMED_OBJECT = re.compile(r"\b(?:TABLE|VIEW|DICTIONARY|INTO|EXISTS)\s+$", re.IGNORECASE)
-_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'", re.DOTALL)
 # generateRandom('structure', seed, ...) with a seed gives every server the same rows.
 _SEEDED = re.compile(r"\s*''\s*,\s*\d", re.IGNORECASE)
 _SETUP_KINDS = ("create_query", "fill_query")
@@ -56,7 +56,7 @@ def random_fill(test: TestDef) -> str:
     for statement in test.statements:
         if statement.kind not in _SETUP_KINDS:
             continue
-        code = _STRING_LITERAL.sub("''", statement.sql)
+        code = without_strings(statement.sql)
         for found in _RANDOM_CALL.finditer(code):
             if found.group(1).lower() == "generaterandom" and _SEEDED.match(code, found.end()):
                 continue

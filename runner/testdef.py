@@ -74,9 +74,10 @@ T = TypeVar("T")
 
 STATEMENT_KINDS = ("create_query", "fill_query", "query", "drop_query")
 # Elements real ClickHouse tests still carry that no runner uses any more.
-LEGACY_ELEMENTS = frozenset(
-    {"stop_conditions", "main_metric", "type", "metrics", "name", "comment"}
-)
+# How ClickHouse's old performance-test tool ran and scored a test.
+LEGACY_ELEMENTS = frozenset({"stop_conditions", "main_metric", "type", "metrics"})
+# Documentation inside the file: a test is named by its file name.
+DESCRIPTIVE_ELEMENTS = frozenset({"name", "comment"})
 PRECONDITIONS = frozenset({"table_exists", "ram_size"})
 # Cache resets of ClickHouse's old performance-test tool, before each run.
 LEGACY_PRECONDITIONS = frozenset({"flush_disk_cache", "reset_cpu_cache"})
@@ -134,7 +135,14 @@ def _warnings(path: Path, root: Element) -> list[Diagnostic]:
         location = Location(path, child.line)
         if child.tag in LEGACY_ELEMENTS:
             continue
-        if child.tag not in KNOWN_ELEMENTS:
+        if child.tag == "name" and child.text.strip() != path.stem:
+            named = " ".join(child.text.split())[:80]
+            found.append(
+                Diagnostic(location, f"<name> {named} ignored: the test is named {path.stem}")
+            )
+        elif child.tag in DESCRIPTIVE_ELEMENTS:
+            continue
+        elif child.tag not in KNOWN_ELEMENTS:
             found.append(Diagnostic(location, f"unknown element <{child.tag}> ignored"))
         elif child.tag == "preconditions":
             found.extend(_precondition_warnings(path, child))

@@ -153,6 +153,19 @@ def test_legacy_and_unknown_elements_are_warnings_with_lines() -> None:
     assert test.required_tables == ("hits_100m",)
 
 
+def test_name_and_comment_are_no_legacy_run_control() -> None:
+    """ClickHouse's files carry a <name> and <comment> as documentation: a <name> that is not
+    the file's own is noted (the file name is what chperf calls the test), a <comment> is
+    silent, and neither is called a run-count setting."""
+    same = parse_test(Path("agg.xml"), b"<test><name>agg</name><query>SELECT 1</query></test>")
+    assert same.warnings == ()
+    text = b"<test>\n<comment>why</comment>\n<name>agg_with_state</name><query>SELECT 1</query>"
+    other = parse_test(Path("agg.xml"), text + b"</test>")
+    assert [str(w) for w in other.warnings] == [
+        "agg.xml:3: <name> agg_with_state ignored: the test is named agg"
+    ]
+
+
 def test_unused_substitution_is_a_warning() -> None:
     text = (
         "<test><substitutions><substitution><name>x</name><values><value>1</value></values>"

@@ -28,6 +28,9 @@ def client_timeout(max_query_seconds: float) -> float:
 
 
 _CODE = re.compile(rb"Code: (\d+)")
+# A query's own connection (remote('127.0.0.{2,3}', ...)) to a loopback address other than
+# the one chperf's servers listen on.
+_REFUSED = re.compile(r"Connection refused \((127\.\d+\.\d+\.\d+):\d+\)")
 
 
 @dataclass(frozen=True)
@@ -141,4 +144,18 @@ def _error_outcome(elapsed: float, body: bytes, response: http.client.HTTPRespon
     match = _CODE.search(body)
     code = int(header) if header and header.isdigit() else int(match.group(1)) if match else 0
     message = body.decode("utf-8", errors="replace").strip() or f"HTTP {response.status}"
-    return QueryOutcome(elapsed, error_code=code, message=message)
+    return QueryOutcome(elapsed, error_code=code, message=explained(message))
+
+
+def explained(message: str) -> str:
+    """A server's error, with why when the query itself connected to another loopback address
+    (ClickHouse's distributed tests read remote('127.0.0.{2,3}', ...) to go over the network):
+    chperf's servers listen on LISTEN_HOST only."""
+    refused = {m.group(1) for m in _REFUSED.finditer(message)} - {LISTEN_HOST}
+    if not refused:
+        return message
+    where = ", ".join(sorted(refused))
+    return (
+        f"the query connects to {where}, and chperf's servers listen on {LISTEN_HOST} only "
+        f"(remote() to another loopback address cannot reach them): {message}"
+    )

@@ -82,6 +82,15 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     assert "needs 1000000.0 GB of RAM (<ram_size>)" in rows["needs_ram"].reason
     # max_ignored_relative_change="1.0" is accepted: the test runs.
     assert tests["ignored"] <= {"unchanged", "unstable", "faster", "slower"}
+    # A query that connects to another loopback address fails on both sides and says why;
+    # the test's query on the servers' own address is measured.
+    assert tests["loopback_remote"] <= {"unchanged", "unstable", "faster", "slower", "error"}
+    refused = [e for e in read_table(out, ERRORS).rows if e.test == "loopback_remote"]
+    assert {(e.query_index, e.server) for e in refused} == {(1, "reference"), (1, "patched")}
+    assert all(
+        e.message.startswith("the query connects to 127.0.0.2, and chperf's servers listen")
+        for e in refused
+    ), refused
     # The legacy elements are noted once, in one line.
     legacy = [line for line in done.stderr.splitlines() if "legacy.xml" in line]
     assert len(legacy) == 1 and "<type>, <stop_conditions>" in legacy[0], legacy

@@ -14,9 +14,12 @@ from report import display
 from report.inputs import Inputs
 from report.model import Field, Header, ProblemView, ServerView
 
-# errors.tsv stages that are one query's failure on one side: they become that query's
-# verdict (partial/error) and are listed with it, not among the run's problems.
-QUERY_STAGES = frozenset({tables.STAGE_PREWARM, tables.STAGE_RUN})
+# errors.tsv stages that are one query's failure on one side, or why it was not measured: they
+# become that query's verdict (partial, error, too long, not run) and are listed with it, not
+# among the run's problems.
+QUERY_STAGES = frozenset(
+    {tables.STAGE_PREWARM, tables.STAGE_RUN, tables.STAGE_TOO_LONG, tables.STAGE_NOT_RUN}
+)
 
 _STAGE_KINDS = {
     tables.STAGE_PARSE: "test file error",
@@ -82,6 +85,8 @@ def run_problems(inputs: Inputs) -> list[ProblemView]:
             )
         )
     for error in inputs.errors:
+        if error.stage == tables.STAGE_NOT_RUN:
+            continue  # a budget's doing, listed under "Skipped and not run"
         if error.query_index == tables.WHOLE_TEST or error.stage not in QUERY_STAGES:
             problems.append(
                 ProblemView(

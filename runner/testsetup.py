@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from artifacts.tables import SIDES, STAGE_SETUP, STAGE_TEARDOWN, WHOLE_TEST, ErrorRow
-from runner.budget import Clock
+from artifacts.tables import SIDES, STAGE_NOT_RUN, STAGE_SETUP, STAGE_TEARDOWN, WHOLE_TEST, ErrorRow
+from runner.budget import TIMEOUT_CODES, Cap, Clock
 from runner.measure import Measurer
 from runner.statements import (
     DROP_KINDS,
@@ -62,12 +62,21 @@ def everywhere(
     """Setup/teardown statements on every server; servers that stopped answering are
     restarted. The failures, for the caller to record."""
     errors = []
-    limit = clock.cap(SETUP_TIMEOUT_S).seconds  # a budget cuts a long fill short
-    for outcome in on_every_server(measurer.sets, test, queries, stage, limit):
+    cap = clock.cap(SETUP_TIMEOUT_S)  # a budget cuts a long fill short
+    for outcome in on_every_server(measurer.sets, test, queries, stage, cap.seconds):
         process, side = outcome.server
         if outcome.error is not None:
-            errors.append(outcome.error)
+            errors.append(_cut_by_budget(outcome.error, cap, clock))
         if outcome.gone is not None:
             where = f"during {test.name} {stage or 'drop'} queries"
             measurer.recover(side, test.name, WHOLE_TEST, where, outcome.gone.message, process)
     return errors
+
+
+def _cut_by_budget(error: ErrorRow, cap: Cap, clock: Clock) -> ErrorRow:
+    """A statement the server stopped at a budget's limit did not fail: the budget ran out."""
+    if not cap.by_budget or error.error_code not in TIMEOUT_CODES:
+        return error
+    why = clock.out_of_time() or "a budget ran out"
+    message = f"{why}: the statement was stopped at {cap.seconds:.0f} s ({error.message})"
+    return dataclasses.replace(error, stage=STAGE_NOT_RUN, message=message)

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from artifacts import tables
+from artifacts.tables import ErrorRow
+from artifacts.tsv import read_table, write_table
 from compare.compare import CompareOptions, compare_directory
 from report import render_report, synthetic
 from report.flamegraph import FlameGraphs
@@ -148,6 +151,21 @@ def test_failed_queries_carry_their_server_errors(small_run: Path) -> None:
     assert [(s.test, s.what) for s in report.skipped] == [("long_join", "whole test")]
     kinds = [p.kind for p in report.run_problems]
     assert kinds == ["test file error", "server"]
+
+
+def test_queries_not_run_or_too_long_are_verdicts_not_problems(small_run: Path) -> None:
+    """A budget leaves hundreds of queries unmeasured: each is listed with its verdict, and the
+    problem list keeps what went wrong outside single queries (a test's setup, here)."""
+    rows = list(read_table(small_run, tables.ERRORS).rows)
+    rows += [
+        ErrorRow("sum", 0, tables.BOTH, tables.STAGE_NOT_RUN, 0, "the test budget ran out"),
+        ErrorRow("sum", 1, tables.PATCHED, tables.STAGE_TOO_LONG, 0, "stopped at 15 s"),
+        ErrorRow("sum", tables.WHOLE_TEST, tables.BOTH, tables.STAGE_SETUP, 241, "memory"),
+    ]
+    write_table(small_run, tables.ERRORS, rows)
+    report = build_report(load_inputs(small_run), FlameGraphs({}, ()), (), "now")
+    assert [p.kind for p in report.run_problems] == ["test file error", "server", "setup error"]
+    assert not any("budget" in p.message or "15 s" in p.message for p in report.run_problems)
 
 
 @pytest.mark.parametrize(

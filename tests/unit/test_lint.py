@@ -299,6 +299,7 @@ def test_two_tests_sharing_a_table_name_are_fine_they_run_one_after_the_other(
 
 def test_legacy_elements_are_not_lint_problems() -> None:
     assert lint_text(with_lines("<main_metric/>", "<type>loop</type>", QUERY)) == []
+    assert lint_text(with_lines("<name>another_name</name>", "<comment>c</comment>", QUERY)) == []
 
 
 def test_timings_of_an_earlier_run_flag_queries_and_tests_over_their_limits(

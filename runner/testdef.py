@@ -73,8 +73,8 @@ T = TypeVar("T")
 
 
 STATEMENT_KINDS = ("create_query", "fill_query", "query", "drop_query")
-# Elements real ClickHouse tests still carry that no runner uses any more.
-# How ClickHouse's old performance-test tool ran and scored a test.
+# Elements real ClickHouse tests still carry that no runner uses any more: how ClickHouse's old
+# performance-test tool ran and scored a test.
 LEGACY_ELEMENTS = frozenset({"stop_conditions", "main_metric", "type", "metrics"})
 # Documentation inside the file: a test is named by its file name.
 DESCRIPTIVE_ELEMENTS = frozenset({"name", "comment"})

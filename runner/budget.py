@@ -102,6 +102,11 @@ class Clock:
         seconds, why = self._left()
         return why if seconds is not None and seconds <= 0 else None
 
+    def cut_short(self, cap: Cap, what: str) -> str:
+        """Why `what`, stopped at a budget's limit `cap`, did not finish."""
+        why = self.out_of_time() or "a budget ran out"
+        return f"{why}: {what} was stopped at {cap.seconds:.0f} s"
+
     def cap(self, limit: float) -> Cap:
         seconds, _ = self._left()
         if seconds is not None and seconds < limit:

@@ -377,8 +377,7 @@ class Measurer:
             outcome.timed_out and self._cancel(process, side, qid)
         )
         if stopped and cap.by_budget:
-            why = self.clock.out_of_time() or "a budget ran out"
-            message = f"{why}: the {label} run was stopped at {cap.seconds:.0f} s"
+            message = self.clock.cut_short(cap, f"the {label} run")
             self._record(test, query, BOTH, STAGE_NOT_RUN, 0, message)
             return Executed(outcome.elapsed, cut_short=True, stage=STAGE_NOT_RUN, reason=message)
         if stopped:

@@ -77,6 +77,5 @@ def _cut_by_budget(error: ErrorRow, cap: Cap, clock: Clock) -> ErrorRow:
     """A statement the server stopped at a budget's limit did not fail: the budget ran out."""
     if not cap.by_budget or error.error_code not in TIMEOUT_CODES:
         return error
-    why = clock.out_of_time() or "a budget ran out"
-    message = f"{why}: the statement was stopped at {cap.seconds:.0f} s ({error.message})"
+    message = f"{clock.cut_short(cap, 'the statement')} ({error.message})"
     return dataclasses.replace(error, stage=STAGE_NOT_RUN, message=message)

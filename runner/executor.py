@@ -28,6 +28,21 @@ def client_timeout(max_query_seconds: float) -> float:
 
 
 _CODE = re.compile(rb"Code: (\d+)")
+# After its 200 status line a server can still fail (a time limit, a memory limit, a bad
+# value in a later block): it ends the body with the error instead of the rest of the result.
+# A server that sends this header frames the error with its random tag,
+# "__exception__\r\nTAG\r\n<error>\n<size> TAG\r\n__exception__\r\n", and may close the
+# connection without ending the body; no result row can forge the tag.
+EXCEPTION_TAG_HEADER = "X-ClickHouse-Exception-Tag"
+EXCEPTION_MARK = b"__exception__\r\n"
+# Servers without the header append the error as the body's last line, in their own words
+# ("Code: 159, e.displayText() = DB::Exception: ..." or "Code: 159. DB::Exception: ...").
+# There a result whose last row is such a line reads as that error.
+_TRAILING_ERROR = re.compile(
+    rb"(?:\A|\n)(Code: \d+(?:, e\.displayText\(\) = |\. )DB::Exception: [^\n]*)\n?\Z"
+)
+# How much of a body's end is kept to find such an error in: more than any error text.
+TAIL_BYTES = 1 << 16
 # A query's own connection (remote('127.0.0.{2,3}', ...)) to a loopback address other than
 # the one chperf's servers listen on.
 _REFUSED = re.compile(r"Connection refused \((127\.\d+\.\d+\.\d+):\d+\)")
@@ -109,8 +124,11 @@ class HttpExecutor:
             connection.request("POST", target, body=body)
             sent = True
             response = connection.getresponse()
-            tail = _drain(response, sink if response.status == 200 else None)
+            tail, cut = _drain(response, sink if response.status == 200 else None)
             elapsed = time.perf_counter() - start
+            failed = _failed_mid_result(tail, response) if response.status == 200 else None
+            if cut is not None and failed is None:
+                raise cut
         except (OSError, http.client.HTTPException) as e:
             self.close()
             stale = not sent or isinstance(e, http.client.RemoteDisconnected)
@@ -122,6 +140,9 @@ class HttpExecutor:
                 timed_out=sent and isinstance(e, TimeoutError),
                 limit=limit,
             )
+        if failed is not None:
+            self.close()  # the server may close it anyway: the next query opens a new one
+            return dataclasses.replace(failed, elapsed=elapsed, limit=limit)
         if response.status != 200:
             return dataclasses.replace(_error_outcome(elapsed, tail, response), limit=limit)
         return QueryOutcome(elapsed, limit=limit)
@@ -129,14 +150,51 @@ class HttpExecutor:
 
 def _drain(
     response: http.client.HTTPResponse, sink: Callable[[bytes], None] | None = None
-) -> bytes:
-    """Read the whole body in large chunks, keeping only the last one (for error text)."""
-    last = b""
-    while chunk := response.read(READ_CHUNK):
-        if sink is not None:
-            sink(chunk)
-        last = chunk
-    return last
+) -> tuple[bytes, http.client.IncompleteRead | None]:
+    """Read the whole body in large chunks, keeping only its last TAIL_BYTES or more (for
+    error text), and how it was cut short if the connection closed inside it."""
+    previous = last = b""
+    try:
+        while chunk := response.read(READ_CHUNK):
+            if sink is not None:
+                sink(chunk)
+            previous, last = last, chunk
+    except http.client.IncompleteRead as e:
+        return previous[-TAIL_BYTES:] + last + e.partial, e
+    return previous[-TAIL_BYTES:] + last, None
+
+
+def _failed_mid_result(tail: bytes, response: http.client.HTTPResponse) -> QueryOutcome | None:
+    """The error a server put at the end of a 200 response, as an outcome."""
+    late = late_error(tail, response.getheader(EXCEPTION_TAG_HEADER))
+    if late is None:
+        return None
+    code, message = late
+    return QueryOutcome(
+        0.0, error_code=code, message=explained(f"{message} (after part of the result was sent)")
+    )
+
+
+def late_error(tail: bytes, tag: str | None) -> tuple[int, str] | None:
+    """The error code and text a server put at the end of a 200 response's body `tail` in
+    place of the rest of the result, or None when the body ends with the result. `tag`: the
+    response's EXCEPTION_TAG_HEADER."""
+    if tag:
+        opening = EXCEPTION_MARK + tag.encode() + b"\r\n"
+        at = tail.rfind(opening)
+        if at < 0:
+            return None
+        text = tail[at + len(opening) :]
+        closing = text.find(b" " + tag.encode() + b"\r\n")
+        if closing >= 0:  # drop the size before the closing tag
+            text = text[:closing].rstrip(b"0123456789")
+    else:
+        match = _TRAILING_ERROR.search(tail)
+        if match is None:
+            return None
+        text = match.group(1)
+    code = _CODE.search(text)
+    return int(code.group(1)) if code else 0, text.decode("utf-8", errors="replace").strip()
 
 
 def _error_outcome(elapsed: float, body: bytes, response: http.client.HTTPResponse) -> QueryOutcome:

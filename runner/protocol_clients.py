@@ -33,7 +33,7 @@ from clickhouse_driver import Client
 from clickhouse_driver.errors import Error as DriverError
 from clickhouse_driver.protocol import ServerPacketTypes
 
-from runner.executor import READ_CHUNK, client_timeout
+from runner.executor import EXCEPTION_TAG_HEADER, READ_CHUNK, client_timeout, late_error
 from runner.serverconfig import LISTEN_HOST
 
 NATIVE = "native"
@@ -52,7 +52,6 @@ _CODE = re.compile(rb"Code: (\d+)")
 # A server that fails after the status line appends its exception to the body, as text
 # ("Code: 395, e.displayText() = DB::Exception: ..." on old servers, "Code: 395. DB::Exception:
 # ..." on new ones): looked for in the last bytes of an uncompressed body.
-_LATE_ERROR = re.compile(rb"Code: (\d+)[.,] (?:e\.displayText\(\) = )?DB::Exception")
 MAX_ERROR_BYTES = 4096
 
 
@@ -211,17 +210,22 @@ def _http_query(
     chunk = response.read1(READ_CHUNK)
     first = time.perf_counter() - sent
     tail = b""
-    while chunk:
-        tail = (tail + chunk)[-MAX_ERROR_BYTES:]
-        chunk = response.read1(READ_CHUNK)
+    cut: http.client.IncompleteRead | None = None
+    try:
+        while chunk:
+            tail = (tail + chunk)[-MAX_ERROR_BYTES:]
+            chunk = response.read1(READ_CHUNK)
+    except http.client.IncompleteRead as e:  # a modern server's late error may end it so
+        tail, cut = (tail + e.partial)[-MAX_ERROR_BYTES:], e
     transfer = time.perf_counter() - sent
     after = received_bytes(connection.sock)
     if response.status != 200:
         return _http_error(response, tail)
-    late = _LATE_ERROR.search(tail)
+    late = late_error(tail, response.getheader(EXCEPTION_TAG_HEADER))
     if late is not None:  # the server failed after it had sent the status and some rows
-        message = tail[late.start() :].decode("utf-8", errors="replace").strip()
-        return ProtocolOutcome(None, int(late.group(1)), message)
+        return ProtocolOutcome(None, *late)
+    if cut is not None:
+        raise cut
     return ProtocolOutcome(Timing(connect, first, transfer, _difference(before, after), 0))
 
 

@@ -60,9 +60,14 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     assert set(tests) == {p.stem for p in BUDGET_TESTS.glob("*.xml")}
     # Every prewarm of the 1 s test is stopped at its limit: too long, nothing measured.
     assert tests["long_queries"] == {"too long"}
-    too_long = [e for e in read_table(out, ERRORS).rows if e.stage == "too long"]
+    errors = read_table(out, ERRORS).rows
+    too_long = [e for e in errors if e.stage == "too long" and e.test == "long_queries"]
     assert len({e.query_index for e in too_long}) == 4
     assert all("1 s limit" in e.message for e in too_long)
+    # So is one stopped at its limit after the server sent rows; no server is restarted.
+    assert tests["limit_mid_result"] == {"too long"}
+    late = [e for e in errors if e.test == "limit_mid_result"]
+    assert late and all(e.stage == "too long" and "1 s limit" in e.message for e in late), late
     assert "long_queries: no query was measured on both sides: too long on" in done.stderr
     # The fill fails on every server: the test is an error with the server's own message.
     assert tests["badfill"] == {"error"}

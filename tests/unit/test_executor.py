@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.executor import explained
+from runner.executor import explained, late_error
 
 # 26.9's answer to remote('127.0.0.{2,3}', ...) when nothing listens on 127.0.0.2.
 MODERN = (
@@ -29,3 +29,40 @@ def test_other_errors_are_kept_as_the_server_wrote_them() -> None:
     other = "Code: 60. DB::Exception: Table default.t does not exist. (UNKNOWN_TABLE)"
     assert explained(other) == other
     assert explained("") == ""
+
+
+TAG = "ljwmmgaaytyfegyj"
+TIMEOUT = (
+    "Code: 159. DB::Exception: Timeout exceeded: elapsed 302.332 ms, maximum: 300.000 ms. "
+    "(TIMEOUT_EXCEEDED) (version 26.9.2.1)"
+)
+
+
+def test_a_late_error_framed_by_the_exception_tag_is_found() -> None:
+    """26.9's body after a time limit fired mid-result (the connection then closes)."""
+    body = f"1767311000\n1767312000\n\r\n__exception__\r\n{TAG}\r\n{TIMEOUT}\n125 {TAG}\r\n"
+    assert late_error(body.encode() + b"__exception__\r\n", TAG) == (159, TIMEOUT)
+    # Cut before the closing tag: the error as far as it came.
+    cut = f"1767312000\n\r\n__exception__\r\n{TAG}\r\n{TIMEOUT}\n"
+    assert late_error(cut.encode(), TAG) == (159, TIMEOUT)
+
+
+def test_with_an_exception_tag_only_the_tag_marks_an_error() -> None:
+    """A result row that reads like an error is data when the server frames its errors."""
+    row = b"1\nCode: 60. DB::Exception: Table default.t does not exist.\n"
+    assert late_error(row, TAG) is None
+    other = f"1\n__exception__\r\nabcdefghabcdefgh\r\n{TIMEOUT}\n".encode()
+    assert late_error(other, TAG) is None
+
+
+def test_a_server_without_the_tag_appends_the_error_as_the_last_line() -> None:
+    old = (
+        "Code: 159, e.displayText() = DB::Exception: Timeout exceeded: elapsed 1.208000056 "
+        "seconds, maximum: 1, e.what() = DB::Exception"
+    )
+    assert late_error(f"1834999000\n1835000000\n{old}\n".encode(), None) == (159, old)
+    newer = "Code: 395. DB::Exception: Value passed to 'throwIf' function is non-zero"
+    assert late_error(f"899999\t0\n{newer}\n".encode(), None) == (395, newer)
+    assert late_error(b"1\n2\n3\n", None) is None
+    # Not the last line: an error text inside the result is data.
+    assert late_error(f"1\n{old}\n2\n".encode(), None) is None

@@ -243,14 +243,22 @@ def _created(test: TestDef) -> list[tuple[str, Statement]]:
 _PLAIN_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
 
 
+def _unqualified_in_default(name: str) -> str:
+    """`default.t` as `t`: an unqualified name is in the default database, which chperf's
+    servers start in."""
+    return name.removeprefix("default.")
+
+
 def _check_drops(test: TestDef) -> Iterable[LintProblem]:
     drops = [m for m in (_DROP.match(sql) for sql in test.drop_queries) if m is not None]
-    dropped = {unquoted(m.group(2)) for m in drops}
+    dropped = {_unqualified_in_default(unquoted(m.group(2))) for m in drops}
     # DROP DATABASE db takes every table, view and dictionary db.name with it.
     databases = {unquoted(m.group(2)) for m in drops if m.group(1).upper() == "DATABASE"}
     for name, statement in _created(test):
         database, dot, _ = name.rpartition(".")
-        if name in dropped or (dot and database in databases) or _PLAIN_VIEW.match(statement.sql):
+        if _unqualified_in_default(name) in dropped or (dot and database in databases):
+            continue
+        if _PLAIN_VIEW.match(statement.sql):
             continue
         created = _CREATE.match(statement.sql)
         kind = created.group(1).upper() if created else "TABLE"

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from artifacts.console import console_text
 from artifacts.errors import ChperfError, Terminated
@@ -67,6 +68,11 @@ from runner.writers import Writers
 
 # Interim verdicts that get profile runs by default: what a developer will want explained.
 PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE})
+
+
+class Ran(NamedTuple):
+    set_up: bool  # its drop, create and fill statements ran: teardown follows
+    measured: bool  # its queries were measured: profile runs may follow
 
 
 class Run:
@@ -227,9 +233,10 @@ class Run:
                 if number > 0 and self._needs_servers(test):
                     self._renew_last_set(measurer, sets, progress, test)
                 self.clock.start_test()
-                if self._run_test(measurer, progress, test) and profiler is not None:
+                ran = self._run_test(measurer, progress, test)
+                if ran.measured and profiler is not None:
                     self._profile(profiler, judge, measurer, test, progress)
-                if self.options.long or not test.is_long:
+                if ran.set_up:  # a test skipped before its setup has nothing to drop
                     tear_down(measurer, self.writers, self.clock, test)
                 self.clock.end_test()
                 measurer.samples.clear()
@@ -306,15 +313,15 @@ class Run:
         except Exception as e:  # a hung server: the runs are kept, their server times not
             self._warn(f"{test.name}: query_log not collected after the interrupt: {e}")
 
-    def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> bool:
-        """Set up and measure one test; True when its queries were measured."""
+    def _run_test(self, measurer: Measurer, progress: Progress, test: TestDef) -> Ran:
+        """Set up and measure one test."""
         start = time.monotonic()
         queries = self.accounts.list_queries(test)
         if test.is_long and not self.options.long:
             self.accounts.test_row(test, TEST_SKIPPED, "tagged long; pass --long to run it", 0.0)
-            return False
+            return Ran(set_up=False, measured=False)
         if not queries:
-            return False
+            return Ran(set_up=False, measured=False)
         missing = test.skip_reason or missing_tables(measurer.sets, test.required_tables)
         if not missing and (absent := missing_tables(measurer.sets, dataset_tables(test))):
             missing = f"{absent}: the test reads this ClickHouse test dataset"
@@ -322,7 +329,7 @@ class Run:
             reason = test.skip_reason or f"precondition not met: {missing}"
             self.accounts.test_row(test, TEST_SKIPPED, reason, 0.0)
             progress.skip_queries(len(queries))
-            return False
+            return Ran(set_up=False, measured=False)
         everywhere(measurer, self.clock, test, statements(test, DROP_KINDS), stage=None)
         sides, setup_error = set_up(measurer, self.writers, self.clock, test, queries)
         status, reason = TEST_RAN, ""
@@ -332,12 +339,12 @@ class Run:
             # not run, not an error of the test.
             self.accounts.test_row(test, TEST_NOT_RUN, why, time.monotonic() - start)
             progress.skip_queries(len(queries))
-            return False
+            return Ran(set_up=True, measured=False)
         if sides and test.load is not None:
             reason = measure_load_test(measurer, self.clock, progress, test, sides)
             progress.skip_queries(len(queries))
             self.accounts.test_row(test, TEST_RAN, reason, time.monotonic() - start)
-            return False  # no profile runs: they explain single queries
+            return Ran(set_up=True, measured=False)  # no profile runs for a load test
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
@@ -347,7 +354,7 @@ class Run:
             print(f"chperf: {console_text(test.name)}: {console_text(reason)}", file=sys.stderr)
             progress.skip_queries(len(queries))
         self.accounts.test_row(test, status, reason, time.monotonic() - start)
-        return status == TEST_RAN
+        return Ran(set_up=True, measured=status == TEST_RAN)
 
     def _measure_queries(
         self,

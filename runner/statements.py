@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from artifacts.tables import SIDES, STAGE_SETUP, WHOLE_TEST, ErrorRow
+from artifacts.tables import SIDES, STAGE_SETUP, STAGE_TEARDOWN, WHOLE_TEST, ErrorRow
 from runner.executor import HttpExecutor, QueryOutcome
 from runner.servers import ServerPair, Side
 from runner.settle import (
@@ -136,8 +136,20 @@ def _run_statements(
     stage: str | None,
     limit: float = SETUP_TIMEOUT_S,
 ) -> tuple[ErrorRow | None, QueryOutcome | None]:
+    """Setup stops at its first failure (what follows needs what failed). Teardown runs every
+    drop, then once more each that failed: a drop listed before the drop of what depends on it
+    (a dictionary before the table that reads it) works after it."""
     executor = HttpExecutor(pair.side(side).process.ports.http, limit)
     settings = dict(test.settings)
+
+    def error(statement: Statement, outcome: QueryOutcome) -> ErrorRow:
+        where = f"{statement.location}: <{statement.kind}>"
+        number = pair.side(side).process.process
+        name = side if number == 0 else f"{side} #{number + 1}"
+        message = f"{where} failed on the {name} server: {outcome.message}"
+        return ErrorRow(test.name, WHOLE_TEST, side, stage or "", outcome.error_code, message)
+
+    failed: list[Statement] = []
     try:
         for number, statement in enumerate(queries):
             qid = f"{test.name}.{stage or 'drop'}{number}"
@@ -152,11 +164,15 @@ def _run_statements(
                 if gone:
                     return None, gone
                 continue
-            where = f"{statement.location}: <{statement.kind}>"
-            number = pair.side(side).process.process
-            name = side if number == 0 else f"{side} #{number + 1}"
-            message = f"{where} failed on the {name} server: {outcome.message}"
-            return ErrorRow(test.name, WHOLE_TEST, side, stage, outcome.error_code, message), gone
+            if stage == STAGE_TEARDOWN and gone is None:
+                failed.append(statement)
+                continue
+            return error(statement, outcome), gone
+        for number, statement in enumerate(failed):
+            qid = f"{test.name}.{stage}.again{number}"
+            outcome = executor.execute(statement.sql, qid, settings)
+            if not outcome.ok:
+                return error(statement, outcome), outcome if outcome.server_gone else None
     finally:
         executor.close()
     return None, None

@@ -82,6 +82,7 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     assert tests["dataset_read"] == {"skipped"}
     assert "table test.hits does not exist" in rows["dataset_read"].reason
     assert "reads this ClickHouse test dataset" in rows["dataset_read"].reason
+    assert not [e for e in errors if e.test.startswith("dataset_")], errors  # no teardown
     # One whose <ram_size> is more than the machine has is skipped without being run.
     assert tests["needs_ram"] == {"skipped"}
     assert "needs 1000000.0 GB of RAM (<ram_size>)" in rows["needs_ram"].reason

@@ -252,6 +252,19 @@ def test_a_view_left_behind_is_harmless_a_table_is_not() -> None:
     assert "t1 is created but no <drop_query>" in lint_text(with_lines(CREATE, QUERY))[0]
 
 
+def test_a_drop_naming_the_default_database_drops_the_unqualified_name() -> None:
+    dictionary = (
+        "<create_query>CREATE DICTIONARY dict1 (k UInt64, v UInt64) PRIMARY KEY k "
+        "SOURCE(NULL()) LAYOUT(FLAT()) LIFETIME(0)</create_query>"
+    )
+    qualified = "<drop_query>DROP DICTIONARY IF EXISTS default.dict1</drop_query>"
+    assert lint_text(with_lines(dictionary, QUERY, qualified)) == []
+    table = CREATE.replace("TABLE t1", "TABLE default.t1")
+    assert lint_text(with_lines(table, QUERY, DROP)) == []
+    other = "<drop_query>DROP DICTIONARY IF EXISTS other.dict1</drop_query>"
+    assert len(lint_text(with_lines(dictionary, QUERY, other))) == 1
+
+
 def test_a_dropped_database_takes_its_tables_along_and_the_remedy_names_the_kind() -> None:
     database = "<create_query>CREATE DATABASE IF NOT EXISTS d1</create_query>"
     table = "<create_query>CREATE TABLE d1.t1 (x UInt8) ENGINE = Memory</create_query>"

@@ -49,9 +49,8 @@ CONNECT_TIMEOUT_S = 10.0
 _TCP_INFO_BYTES_RECEIVED = 128
 _TCP_INFO_SIZE = 256
 _CODE = re.compile(rb"Code: (\d+)")
-# A server that fails after the status line appends its exception to the body, as text
-# ("Code: 395, e.displayText() = DB::Exception: ..." on old servers, "Code: 395. DB::Exception:
-# ..." on new ones): looked for in the last bytes of an uncompressed body.
+# A server that fails after the status line ends the body with its error (runner/executor.py
+# late_error): looked for in the last bytes of an uncompressed body.
 MAX_ERROR_BYTES = 4096
 
 

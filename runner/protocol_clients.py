@@ -44,6 +44,7 @@ PROTOCOLS = (NATIVE, HTTP)
 # responses: whether the result travels compressed is then the server's decision
 # (enable_http_compression), which is what a patch or a config change may alter.
 ACCEPT_ENCODING = "gzip, deflate"
+COMPRESSED = ("gzip", "deflate")
 CONNECT_TIMEOUT_S = 10.0
 # struct tcp_info (linux/tcp.h): tcpi_bytes_received is the u64 at this offset (kernel >= 4.1).
 _TCP_INFO_BYTES_RECEIVED = 128
@@ -223,6 +224,13 @@ def _http_query(
     late = late_error(tail, response.getheader(EXCEPTION_TAG_HEADER))
     if late is not None:  # the server failed after it had sent the status and some rows
         return ProtocolOutcome(None, *late)
+    if cut is not None and response.getheader("Content-Encoding", "") in COMPRESSED:
+        return ProtocolOutcome(
+            None,
+            message=f"{type(cut).__name__}: {cut}: the server closed the connection inside a "
+            "compressed result: it failed after sending part of it (its error is inside the "
+            "compressed body) or it stopped",
+        )
     if cut is not None:
         raise cut
     return ProtocolOutcome(Timing(connect, first, transfer, _difference(before, after), 0))
@@ -232,7 +240,7 @@ def _http_error(response: http.client.HTTPResponse, body: bytes) -> ProtocolOutc
     header = response.getheader("X-ClickHouse-Exception-Code")
     match = _CODE.search(body)
     code = int(header) if header and header.isdigit() else int(match.group(1)) if match else 0
-    if response.getheader("Content-Encoding", "") in ("gzip", "deflate"):
+    if response.getheader("Content-Encoding", "") in COMPRESSED:
         with contextlib.suppress(zlib.error):  # the whole short error text, compressed
             body = zlib.decompress(body, zlib.MAX_WBITS | 32)
     message = body.decode("utf-8", errors="replace").strip() or f"HTTP {response.status}"

@@ -3,6 +3,7 @@ the run with a complete summary and report, and an interrupt leaves both behind.
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import time
@@ -64,10 +65,6 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     too_long = [e for e in errors if e.stage == "too long" and e.test == "long_queries"]
     assert len({e.query_index for e in too_long}) == 4
     assert all("1 s limit" in e.message for e in too_long)
-    # So is one stopped at its limit after the server sent rows; no server is restarted.
-    assert tests["limit_mid_result"] == {"too long"}
-    late = [e for e in errors if e.test == "limit_mid_result"]
-    assert late and all(e.stage == "too long" and "1 s limit" in e.message for e in late), late
     assert "long_queries: no query was measured on both sides: too long on" in done.stderr
     # The fill fails on every server: the test is an error with the server's own message.
     assert tests["badfill"] == {"error"}
@@ -102,7 +99,13 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
     assert len(legacy) == 1 and "<type>, <stop_conditions>" in legacy[0], legacy
     # The budget ran out among the 8 heavy queries (or, on a faster server, just after
     # them): what it did not reach is "not run", with the reason, and the last test never runs.
-    assert tests["many"] <= {"unchanged", "unstable", "faster", "slower", "not run"}
+    assert tests["many"] <= {"unchanged", "unstable", "faster", "slower", "inconclusive", "not run"}
+    # A query the budget stopped after fewer runs than a verdict needs is inconclusive and
+    # says which budget.
+    with (out / "verdicts.tsv").open(newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            if row["test"] == "many" and row["verdict"] == "inconclusive":
+                assert f"suite budget of {SUITE_BUDGET_S} s ran out" in row["reason"], row
     assert tests["zz_after"] == {"not run"}
     assert rows["zz_after"].status == "not run"
     assert f"suite budget of {SUITE_BUDGET_S} s ran out" in rows["zz_after"].reason
@@ -111,6 +114,24 @@ def test_a_suite_under_a_budget_ends_in_time_with_every_test_accounted_for(
         assert name in report
     assert "Skipped and not run" in report
     assert not processes_under(servers_dir)
+
+
+def test_a_query_stopped_after_the_server_sent_rows_is_too_long_and_no_server_restarts(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    """The server's error ends a body it had begun: framed by its exception tag (modern) or
+    as the last line (18.16). Read as if it had come first."""
+    out = tmp_path / "out"
+    done = run_chperf(
+        ["run", "--tests", str(DATA / "late_error"), "--out", str(out), "--no-profile",
+         "--reference", str(server_binary), "--patched", str(server_binary)],
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # too long on both sides: nothing measured
+    assert summary_tests(out) == {"limit_mid_result": {"too long"}}
+    errors = read_table(out, ERRORS).rows
+    assert errors and all(e.stage == "too long" and "1 s limit" in e.message for e in errors), (
+        errors
+    )
 
 
 def test_sigterm_mid_run_leaves_a_summary_and_a_report_listing_every_test(

@@ -31,7 +31,9 @@ from runner.substitution import (
 )
 from runner.testelements import (
     check_statement,
+    expand_includes,
     flag,
+    located,
     parse_max_query_seconds,
     parse_ram_size,
     parse_settings,
@@ -97,9 +99,6 @@ TEST_ATTRIBUTES = frozenset(
 # short: ClickHouse's old hint for short queries (run counts are adaptive here); tag: a display
 # name; file: the statement's text in a file; do_not_check_in_pr: ClickHouse's CI only.
 QUERY_ATTRIBUTES = frozenset({"short", "tag", "file", "do_not_check_in_pr"})
-UNSUPPORTED_ELEMENTS = {
-    "include": "<include> fragments are not supported; inline the fragment",
-}
 
 
 def _check_placeholders(
@@ -110,7 +109,7 @@ def _check_placeholders(
             line = element.text_line + element.text[:offset].count("\n")
             declared = ", ".join(sorted(substitutions)) or "none"
             raise TestDefError(
-                Location(path, line),
+                located(path, element, line),
                 f"unknown placeholder {{{name}}} in <{element.tag}>",
                 hint=f"declare it in <substitutions> (declared: {declared}), "
                 f"or write a literal brace as {{{{ and }}}}",
@@ -126,13 +125,13 @@ def _warnings(path: Path, root: Element) -> list[Diagnostic]:
         names = ", ".join(dict.fromkeys(f"<{child.tag}>" for child in legacy))
         found.append(
             Diagnostic(
-                Location(path, legacy[0].line),
+                located(path, legacy[0]),
                 f"legacy {names} ignored: run counts and time limits are chperf's own "
                 "(adaptive runs, --max-query-seconds, --query-budget, --test-budget, --budget)",
             )
         )
     for child in root.children:
-        location = Location(path, child.line)
+        location = located(path, child)
         if child.tag in LEGACY_ELEMENTS:
             continue
         if child.tag == "name" and child.text.strip() != path.stem:
@@ -155,7 +154,7 @@ def _warnings(path: Path, root: Element) -> list[Diagnostic]:
 def _precondition_warnings(path: Path, preconditions: Element) -> list[Diagnostic]:
     found = []
     for c in preconditions.children:
-        location = Location(path, c.line)
+        location = located(path, c)
         if c.tag in LEGACY_PRECONDITIONS:
             why = "chperf measures every query warm, after a prewarm run on each server"
             found.append(Diagnostic(location, f"legacy precondition <{c.tag}> ignored: {why}"))
@@ -174,11 +173,11 @@ def _statements(
             continue
         text = statement_text(path, element)
         if not text:
-            raise TestDefError(Location(path, element.line), f"empty <{element.tag}>")
+            raise TestDefError(located(path, element), f"empty <{element.tag}>")
         check_statement(path, element, text)
         if "file" not in element.attrs:
             _check_placeholders(path, element, substitutions)
-        location = Location(path, element.line)
+        location = located(path, element)
         tag = element.attrs.get("tag", "")
         from_file = "file" in element.attrs  # a file's text is used as it is
         template = ("" if from_file else text) + " " + tag
@@ -219,11 +218,10 @@ def parse_test(path: Path, data: bytes, *, max_queries: int = MAX_QUERIES_PER_TE
         raise TestDefError(Location(path, e.line), e.message) from e
     if root.tag != "test":
         raise TestDefError(Location(path, root.line), f"root element is <{root.tag}>, not <test>")
+    expand_includes(path, root)
     settings: list[tuple[str, str]] = []
     substitutions: dict[str, list[str]] = {}
     for child in root.children:
-        if child.tag in UNSUPPORTED_ELEMENTS:
-            raise TestDefError(Location(path, child.line), UNSUPPORTED_ELEMENTS[child.tag])
         if child.tag == "settings":
             settings += parse_settings(path, child)
         elif child.tag == "substitutions":

@@ -13,7 +13,7 @@ from artifacts.console import console_text
 from artifacts.files import read_regular_file
 from runner.substitution import MAX_EXPANDED_CHARS
 from runner.testtypes import Location, TestDefError
-from runner.testxml import Element
+from runner.testxml import Element, XmlError, parse_xml, walk
 
 # A file a test reads (<query file>, <settings file>) larger than a whole test may expand to is
 # a mistake (a data file, /dev/zero), and is not read into memory.
@@ -27,7 +27,7 @@ def _settings_file(path: Path, element: Element) -> list[tuple[str, str]]:
     if file is None:
         return []
     source = path.parent / file
-    location = Location(path, element.line)
+    location = located(path, element)
     text = _included_text(location, f"<settings file={file!r}>", source)
     try:
         data = json.loads(text)
@@ -72,7 +72,7 @@ def parse_settings(path: Path, element: Element) -> list[tuple[str, str]]:
     for child in element.children:
         if child.children:
             raise TestDefError(
-                Location(path, child.line),
+                located(path, child),
                 f"setting <{child.tag}> has child elements",
                 hint="a setting is <name>value</name>",
             )
@@ -84,7 +84,7 @@ def _only_child(path: Path, element: Element, tag: str) -> Element:
     found = [c for c in element.children if c.tag == tag]
     if len(found) != 1:
         raise TestDefError(
-            Location(path, element.line),
+            located(path, element),
             f"<{element.tag}> needs exactly one <{tag}>, found {len(found)}",
         )
     return found[0]
@@ -94,7 +94,7 @@ def _parse_substitution(path: Path, element: Element) -> tuple[str, list[str]]:
     name = _only_child(path, element, "name").text.strip()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise TestDefError(
-            Location(path, element.line),
+            located(path, element),
             f"substitution name {name!r} is not an identifier",
         )
     wrappers = [c for c in element.children if c.tag == "values"]
@@ -107,7 +107,7 @@ def _parse_substitution(path: Path, element: Element) -> tuple[str, list[str]]:
     values = [v.text for v in values_element.children if v.tag == "value"]
     if not values:
         raise TestDefError(
-            Location(path, values_element.line),
+            located(path, values_element),
             f"substitution {{{name}}} has no values",
             hint="add <value>...</value> elements or remove the substitution",
         )
@@ -119,15 +119,13 @@ def parse_substitutions(path: Path, element: Element) -> dict[str, list[str]]:
     for child in element.children:
         if child.tag != "substitution":
             raise TestDefError(
-                Location(path, child.line),
+                located(path, child),
                 f"unexpected <{child.tag}> in <substitutions>",
                 hint="expected <substitution> elements",
             )
         name, values = _parse_substitution(path, child)
         if name in substitutions:
-            raise TestDefError(
-                Location(path, child.line), f"substitution {{{name}}} declared twice"
-            )
+            raise TestDefError(located(path, child), f"substitution {{{name}}} declared twice")
         substitutions[name] = values
     return substitutions
 
@@ -181,7 +179,7 @@ def parse_ram_size(path: Path, root: Element) -> int | None:
         text = element.text.strip()
         if not re.fullmatch(r"[0-9]{1,30}", text):
             raise TestDefError(
-                Location(path, element.line),
+                located(path, element),
                 f"<ram_size> {console_text(text, 40)!r} is not a whole number of bytes "
                 "(at most 30 digits)",
                 hint="write bytes, e.g. <ram_size>16000000000</ram_size>",
@@ -214,7 +212,7 @@ def statement_text(path: Path, element: Element) -> str:
     if file is None:
         return element.text.strip()
     source = path.parent / file
-    location = Location(path, element.line)
+    location = located(path, element)
     if element.text.strip():
         raise TestDefError(location, f"<{element.tag}> has both file={file!r} and text")
     text = _included_text(location, f"<{element.tag} file={file!r}>", source).strip()
@@ -234,7 +232,7 @@ def _without_literals(sql: str) -> str:
 
 
 def check_statement(path: Path, element: Element, sql: str) -> None:
-    location = Location(path, element.line)
+    location = located(path, element)
     if element.attrs.get("type") == "shell":
         raise TestDefError(
             location,
@@ -248,3 +246,46 @@ def check_statement(path: Path, element: Element, sql: str) -> None:
             "each statement in its own",
             hint="create a regular table and drop it in <drop_query>",
         )
+
+
+def located(path: Path, element: Element, line: int | None = None) -> Location:
+    """Where an element is: its line in the test file, or in the fragment it was included
+    from."""
+    return Location(element.source or path, element.line if line is None else line)
+
+
+def expand_includes(path: Path, root: Element) -> None:
+    """<include file="x.xml.inc"/> directly under <test>: the children of the file's
+    <fragment> root take its place, in order (ClickHouse shares query lists between tests
+    this way). The file is relative to the test file; a fragment does not include others."""
+    children: list[Element] = []
+    for child in root.children:
+        if child.tag != "include":
+            children.append(child)
+            continue
+        location = located(path, child)
+        file = child.attrs.get("file")
+        if not file:
+            raise TestDefError(location, "<include> without a file attribute")
+        source = path.parent / file
+        text = _included_text(location, f"<include file={file!r}>", source)
+        try:
+            fragment = parse_xml(text.encode("utf-8"))
+        except XmlError as e:
+            raise TestDefError(Location(source, e.line), e.message) from e
+        if fragment.tag != "fragment":
+            raise TestDefError(
+                Location(source, fragment.line),
+                f"root element is <{fragment.tag}>, not <fragment>",
+                hint="an included file holds <fragment> with the elements it adds to the test",
+            )
+        for element in [fragment, *walk(fragment)]:
+            if element.tag == "include":
+                raise TestDefError(
+                    Location(source, element.line),
+                    "<include> inside an included fragment is not supported",
+                    hint="include every fragment from the test file itself",
+                )
+            element.source = source
+        children.extend(fragment.children)
+    root.children = children

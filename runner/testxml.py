@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.parsers.expat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -17,6 +18,7 @@ class Element:
     children: list[Element] = field(default_factory=list)
     text_parts: list[str] = field(default_factory=list)
     text_line: int = 0  # line where the element's own text starts
+    source: Path | None = None  # the file it came from when not the test file (<include>)
 
     @property
     def text(self) -> str:

@@ -304,7 +304,7 @@ def test_clickhouse_attributes_and_files_of_the_real_format(tmp_path: Path) -> N
             "<create_query>CREATE TEMPORARY TABLE x (a UInt8)</create_query><query>1</query>",
             "CREATE TEMPORARY TABLE",
         ),
-        ('<include file="x.xml.inc"/><query>SELECT 1</query>', "<include> fragments"),
+        ('<include file="x.xml.inc"/><query>SELECT 1</query>', "x.xml.inc: No such file"),
         ('<settings file="bad.json"/><query>SELECT 1</query>', "not JSON"),
     ],
 )
@@ -383,3 +383,56 @@ def test_old_cache_reset_preconditions_are_legacy_notes() -> None:
         "warm, after a prewarm run on each server",
         "old.xml:5: unknown precondition <frobnicate> ignored",
     ]
+
+
+def test_an_included_fragment_adds_its_elements_in_place_with_their_own_locations(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "shared.xml.inc").write_text(
+        "<fragment>\n"
+        "    <!-- shared between tests -->\n"
+        "    <query>SELECT count() FROM {table}</query>\n"
+        "    <drop_query>DROP TABLE IF EXISTS {table}</drop_query>\n"
+        "</fragment>\n"
+    )
+    path = tmp_path / "user.xml"
+    path.write_text(
+        "<test>\n"
+        "    <substitutions><substitution><name>table</name>\n"
+        "        <values><value>t1</value></values></substitution></substitutions>\n"
+        "    <query>SELECT 1</query>\n"
+        '    <include file="shared.xml.inc"/>\n'
+        "    <query>SELECT 2</query>\n"
+        "</test>\n"
+    )
+    test = load_test(path)
+    assert [q.sql for q in test.queries] == ["SELECT 1", "SELECT count() FROM t1", "SELECT 2"]
+    assert test.drop_queries == ("DROP TABLE IF EXISTS t1",)
+    assert [str(q.location) for q in test.queries] == [
+        f"{path}:4",
+        f"{tmp_path / 'shared.xml.inc'}:3",
+        f"{path}:6",
+    ]
+    assert test.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("fragment", "message", "line"),
+    [
+        ("<test><query>SELECT 1</query></test>", "root element is <test>, not <fragment>", 1),
+        ("<fragment>\n<query>SELECT 1</query>\n</fragmen>", "malformed XML", 3),
+        ('<fragment>\n<include file="other.xml.inc"/></fragment>', "inside an included", 2),
+        ("<fragment>\n<query>SELECT {nope}</query></fragment>", "unknown placeholder {nope}", 2),
+    ],
+)
+def test_a_bad_fragment_is_an_error_at_its_own_file_and_line(
+    tmp_path: Path, fragment: str, message: str, line: int
+) -> None:
+    (tmp_path / "part.xml.inc").write_text(fragment)
+    path = tmp_path / "user.xml"
+    path.write_text('<test>\n<include file="part.xml.inc"/>\n<query>SELECT 1</query>\n</test>')
+    with pytest.raises(TestDefError) as caught:
+        load_test(path)
+    assert message in str(caught.value)
+    assert caught.value.location.path == tmp_path / "part.xml.inc"
+    assert caught.value.location.line == line

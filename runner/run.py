@@ -10,8 +10,9 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import NamedTuple
 
 from artifacts.console import console_text
@@ -73,6 +74,7 @@ PROFILED_VERDICTS = frozenset({Verdict.FASTER, Verdict.SLOWER, Verdict.UNSTABLE}
 class Ran(NamedTuple):
     set_up: bool  # its drop, create and fill statements ran: teardown follows
     measured: bool  # its queries were measured: profile runs may follow
+    setup_failed: Mapping[str, int] = MappingProxyType({})  # side -> its setup's error code
 
 
 class Run:
@@ -237,7 +239,7 @@ class Run:
                 if ran.measured and profiler is not None:
                     self._profile(profiler, judge, measurer, test, progress)
                 if ran.set_up:  # a test skipped before its setup has nothing to drop
-                    tear_down(measurer, self.writers, self.clock, test)
+                    tear_down(measurer, self.writers, self.clock, test, ran.setup_failed)
                 self.clock.end_test()
                 measurer.samples.clear()
                 measurer.first_failures.clear()
@@ -331,7 +333,8 @@ class Run:
             progress.skip_queries(len(queries))
             return Ran(set_up=False, measured=False)
         everywhere(measurer, self.clock, test, statements(test, DROP_KINDS), stage=None)
-        sides, setup_error = set_up(measurer, self.writers, self.clock, test, queries)
+        setup = set_up(measurer, self.writers, self.clock, test, queries)
+        sides, setup_error = setup.sides, setup.message
         status, reason = TEST_RAN, ""
         why = self.clock.out_of_time()
         if why is not None:
@@ -339,12 +342,12 @@ class Run:
             # not run, not an error of the test.
             self.accounts.test_row(test, TEST_NOT_RUN, why, time.monotonic() - start)
             progress.skip_queries(len(queries))
-            return Ran(set_up=True, measured=False)
+            return Ran(set_up=True, measured=False, setup_failed=setup.failed)
         if sides and test.load is not None:
             reason = measure_load_test(measurer, self.clock, progress, test, sides)
             progress.skip_queries(len(queries))
             self.accounts.test_row(test, TEST_RAN, reason, time.monotonic() - start)
-            return Ran(set_up=True, measured=False)  # no profile runs for a load test
+            return Ran(True, False, setup.failed)  # no profile runs for a load test
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"
@@ -354,7 +357,7 @@ class Run:
             print(f"chperf: {console_text(test.name)}: {console_text(reason)}", file=sys.stderr)
             progress.skip_queries(len(queries))
         self.accounts.test_row(test, status, reason, time.monotonic() - start)
-        return Ran(set_up=True, measured=status == TEST_RAN)
+        return Ran(set_up=True, measured=status == TEST_RAN, setup_failed=setup.failed)
 
     def _measure_queries(
         self,

@@ -6,6 +6,8 @@ becomes a row of errors.tsv.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from artifacts.tables import SIDES, STAGE_NOT_RUN, STAGE_SETUP, STAGE_TEARDOWN, WHOLE_TEST, ErrorRow
 from runner.budget import TIMEOUT_CODES, Cap, Clock
@@ -20,6 +22,16 @@ from runner.statements import (
 from runner.testdef import Statement, TestDef, TestQuery
 from runner.writers import Writers
 
+# A drop's error codes for "nothing to drop": UNKNOWN_TABLE (tables, views, dictionaries) and
+# UNKNOWN_DATABASE.
+NOTHING_TO_DROP = frozenset({60, 81})
+
+
+class Setup(NamedTuple):
+    sides: tuple[str, ...]  # where create and fill worked
+    message: str  # the first failure's message; "" when none failed
+    failed: Mapping[str, int]  # side -> error code of its first failure
+
 
 def set_up(
     measurer: Measurer,
@@ -27,11 +39,10 @@ def set_up(
     clock: Clock,
     test: TestDef,
     queries: tuple[TestQuery, ...],
-) -> tuple[tuple[str, ...], str]:
-    """Create and fill on every server; the sides where that worked, and the first
-    failure's message. A setup that fails on one side only (a setting or function that
-    server lacks) is each query's failure on that side, and the queries run on the other:
-    partial, not an error of the test."""
+) -> Setup:
+    """Create and fill on every server. A setup that fails on one side only (a setting or
+    function that server lacks) is each query's failure on that side, and the queries run on
+    the other: partial, not an error of the test."""
     errors = everywhere(measurer, clock, test, statements(test, SETUP_KINDS), STAGE_SETUP)
     first: dict[str, ErrorRow] = {}
     for error in errors:
@@ -44,11 +55,24 @@ def set_up(
         for q in queries:
             writers.errors.write(dataclasses.replace(error, query_index=q.index))
     message = next(iter(first.values())).message if first else ""
-    return sides, message
+    return Setup(sides, message, {side: e.error_code for side, e in first.items()})
 
 
-def tear_down(measurer: Measurer, writers: Writers, clock: Clock, test: TestDef) -> None:
+def tear_down(
+    measurer: Measurer,
+    writers: Writers,
+    clock: Clock,
+    test: TestDef,
+    setup_failed: Mapping[str, int],
+) -> None:
+    """Every drop on every server. On a side whose setup failed (`setup_failed`: side -> its
+    error code), a drop that finds nothing to drop or fails with the setup's own error code (a
+    setting of the test that server lacks fails every statement) repeats what errors.tsv
+    already says, and is not recorded again."""
     for error in everywhere(measurer, clock, test, statements(test, DROP_KINDS), STAGE_TEARDOWN):
+        code = setup_failed.get(error.server)
+        if code is not None and (error.error_code == code or error.error_code in NOTHING_TO_DROP):
+            continue
         writers.errors.write(error)
 
 

@@ -255,6 +255,31 @@ def test_setup_optimize_merges_and_measuring_starts_with_no_merge_running(
     assert manifest["warnings"] == []
 
 
+def test_a_failed_setup_is_one_error_and_its_teardown_repeats_nothing(
+    tmp_path: Path, server_binary: Path
+) -> None:
+    """One test's setting is unknown to every server (the drops fail with it too), another's
+    second create fails (its drop without IF EXISTS finds nothing): each test's setup failure
+    is recorded, its teardown adds no row. Without runner/testsetup.py's filter both tests
+    put teardown rows into errors.tsv, the first on both sides."""
+    out = tmp_path / "out"
+    done = run_chperf(
+        ["run", "--reference", str(server_binary), "--patched", str(server_binary),
+         "--tests", str(DATA / "failed_setup"), "--runs", "3", "--no-profile", "--out", str(out)]
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr  # nothing measured on both sides
+    errors = read_table(out, ERRORS).rows
+    setup = {(e.test, e.server): e for e in errors if e.stage == "setup"}
+    assert set(setup) == {
+        (test, side)
+        for test in ("missing_engine", "unknown_setting")
+        for side in ("reference", "patched")
+    }, errors
+    assert "chperf_no_such_setting" in setup["unknown_setting", "reference"].message
+    assert "ChperfNoSuchEngine" in setup["missing_engine", "reference"].message
+    assert not [e for e in errors if e.stage == "teardown"], errors
+
+
 def test_teardown_runs_every_drop_and_once_more_a_drop_that_a_later_one_unblocks(
     tmp_path: Path, server_binary: Path
 ) -> None:

@@ -112,7 +112,7 @@ def test_a_third_less_throughput_is_slower_and_fails() -> None:
     level = judge_level("mix", 2, _blocks(12, patched_cost=1.5), Thresholds())
     assert level.verdict is Verdict.SLOWER and level.fails_check
     assert level.throughput_change == pytest.approx(-1 / 3, abs=0.03)
-    assert "slower: 99% CI beyond ±1%" in level.reason
+    assert "slower: 99% CI beyond ±2%" in level.reason
 
 
 def test_more_throughput_is_faster_and_passes() -> None:

@@ -347,7 +347,8 @@ class Run:
             reason = measure_load_test(measurer, self.clock, progress, test, sides)
             progress.skip_queries(len(queries))
             self.accounts.test_row(test, TEST_RAN, reason, time.monotonic() - start)
-            return Ran(True, False, setup.failed)  # no profile runs for a load test
+            # No profile runs for a load test.
+            return Ran(set_up=True, measured=False, setup_failed=setup.failed)
         if sides:
             if len(sides) < len(SIDES):
                 reason = f"setup failed on the {_other(sides)} side: measured on {sides[0]} only"

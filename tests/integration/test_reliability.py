@@ -306,7 +306,8 @@ def test_servers_and_every_thread_they_start_run_only_on_the_pinned_cpus(
 ) -> None:
     if len(ALL_CPUS) < 2:
         pytest.skip("pinning needs a machine that gives chperf two CPUs")
-    process, out, _ = start_run(tmp_path, server_binary, test, "--runs", "500", *extra)
+    # Enough runs to outlast the checks below; SIGTERM ends the run.
+    process, out, _ = start_run(tmp_path, server_binary, test, "--runs", "5000", *extra)
     wait_for(lambda: servers_started(out) and run_rows(out) >= 10)
     processes = manifest(out)["processes"]
     assert isinstance(processes, list) and len(processes) == 2
